@@ -1,0 +1,95 @@
+// The proposer seam: what the daemon hands a proposer, and what it gets back.
+//
+// A proposer turns the research context (program.md, the editable files, the
+// history, the last failure) into an edit of the editable files and a one-line
+// description. The daemon owns everything around it: it checks the edit
+// against the editable globs, applies it, commits it and runs it. Proposers:
+// scripted (tests), LLM (llm_client/), offline hyperparameter mutation.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ard {
+
+/// One editable file as it stands in the worktree before the edit.
+struct EditableFile {
+  std::string path;     ///< relative to the worktree root, '/' separated
+  std::string content;  ///< the whole file
+};
+
+/// One past experiment, as the proposer sees it.
+struct HistoryEntry {
+  long id = 0;
+  std::string commit;           ///< short hash, empty if never committed
+  std::string description;
+  std::optional<double> val_bpb;
+  std::string status;           ///< kept, discarded, crash, timeout, build_fail, ...
+};
+
+/// Why the previous attempt failed, handed back so the next one can fix it.
+struct Failure {
+  std::string kind;    ///< build_fail, crash, timeout, patch_rejected, ...
+  std::string detail;  ///< compiler errors, log tail, or the patch error
+};
+
+struct ProposalContext {
+  long experiment_id = 0;
+  std::string program_md;
+  std::vector<EditableFile> files;
+  std::vector<HistoryEntry> history;  ///< oldest first
+  std::optional<double> best_val_bpb;
+  std::optional<Failure> last_failure;
+};
+
+/// A file's new full content. The daemon writes exactly these files.
+struct FileWrite {
+  std::string path;
+  std::string content;
+};
+
+/// One request/response round of a proposer, recorded by the daemon.
+struct ProposalAttempt {
+  std::string prompt;    ///< what was asked (empty for non-LLM proposers)
+  std::string response;  ///< what came back, raw
+  std::string error;     ///< empty when this attempt produced the edit
+};
+
+struct Proposal {
+  std::string description;          ///< one line; becomes the commit message
+  std::vector<FileWrite> writes;    ///< at least one
+  std::vector<ProposalAttempt> attempts;  ///< every round, the last one succeeded
+};
+
+/// An expected failure of a proposer, returned as a value.
+struct ProposalError {
+  enum class Kind {
+    kExhausted,    ///< the scripted list is used up / nothing left to try
+    kUnavailable,  ///< provider down or rate limited: wait and ask again later
+    kFatal,        ///< bad key, bad model, bad config: the daemon must stop
+    kBadEdit,      ///< every attempt gave an edit that does not apply
+  };
+  Kind kind = Kind::kFatal;
+  std::string message;  ///< one line, names the cause; never holds a secret
+  std::vector<ProposalAttempt> attempts;
+};
+
+/// Either a proposal or the reason there is none.
+struct ProposalResult {
+  std::optional<Proposal> proposal;
+  std::optional<ProposalError> error;
+  bool ok() const { return proposal.has_value(); }
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  /// A short name for logs and the database ("scripted", "llm:openai/gpt-x").
+  virtual std::string name() const = 0;
+  /// Proposes one edit. Must not throw for expected failures.
+  virtual ProposalResult propose(const ProposalContext& context) = 0;
+};
+
+}  // namespace ard

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that autoresearchd, its tests and the trainer's
+# harness need. Idempotent: does nothing when everything is already installed.
+# The CUDA toolkit is not installed here; without it the trainer's CUDA part is
+# skipped and everything else still builds and tests.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates xz-utils
+  libgit2-dev libboost-dev libboost-filesystem-dev libcurl4-openssl-dev
+  nlohmann-json3-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev
+  libcli11-dev libtomlplusplus-dev
+  libpcre2-dev liblzma-dev zlib1g-dev libzstd-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,47 @@
+// Bits-per-byte evaluation, owned by the harness so every experiment is judged
+// the same way. The model only supplies per-token cross-entropy for a batch.
+//
+// val_bpb = sum(loss_nats[t]) / (ln 2 * sum(token_bytes[target[t]])) over the
+// first EVAL_TOKENS target tokens of the validation shard in fixed order;
+// targets of byte length 0 (special tokens) are excluded from both sums.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "harness/dataset.h"
+
+namespace harness {
+
+class BpbMeter {
+ public:
+  explicit BpbMeter(std::vector<int32_t> token_bytes);
+  /// Adds n tokens: losses in nats and their target ids.
+  void add(const float* losses, const uint16_t* targets, size_t n);  // (n,), (n,)
+  double bpb() const;          // NaN if no bytes were counted
+  double nats() const { return nats_; }
+  long bytes() const { return bytes_; }
+  long tokens() const { return tokens_; }
+
+ private:
+  std::vector<int32_t> token_bytes_;
+  double nats_ = 0;
+  long bytes_ = 0;
+  long tokens_ = 0;
+};
+
+/// Computes per-token losses (nats) for one batch of rows.
+/// rows: (B, T+1) host tokens; losses_out: (B, T) host floats, row-major,
+/// loss of predicting rows[b][t+1] from rows[b][0..t].
+using BatchLossFn = std::function<void(const uint16_t* rows, int batch_rows, int seq_len,
+                                       float* losses_out)>;
+
+/// Runs the model over the validation shard with a non-cycling loader of
+/// batch_rows x seq_len until eval_tokens target tokens are scored (rounded up
+/// to whole batches; throws if the shard is too short) and returns val_bpb.
+double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes,
+                    long eval_tokens, int batch_rows, int seq_len, const BatchLossFn& losses);
+
+}  // namespace harness

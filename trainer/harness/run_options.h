@@ -1,0 +1,71 @@
+// The trainer's command line as far as the harness owns it, the counted
+// training clock, and the summary block the daemon parses.
+//
+//   train --data DIR [--time-budget S] [--steps N] [--eval-tokens N] [--seed N]
+//         [--check] [--dump-init DIR]
+//
+// --steps N replaces the time budget by a fixed step count (progress = step/N);
+// otherwise progress = counted training seconds / time budget. Steps 0..10 are
+// not counted against the budget (start-up and autotuning).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace harness {
+
+struct RunOptions {
+  std::string data_dir;          // prepared dataset (dataset.h); required unless --check
+  double time_budget = 0;        // seconds; TIME_BUDGET unless overridden
+  long steps = 0;                // > 0: fixed step count instead of the budget
+  long eval_tokens = 0;          // EVAL_TOKENS unless overridden
+  unsigned long seed = 42;
+  bool check = false;            // gradient/kernel self-check on a tiny config, then exit
+  std::string dump_init_dir;     // write initial weights and first batches (tests/torch_twin.py)
+};
+
+/// Parses argv. Throws std::invalid_argument with a one-line message naming
+/// the flag on bad input; --help prints usage and exits 0.
+RunOptions parse_run_options(int argc, char** argv);
+
+/// Counts training time, excluding the first `uncounted_steps` steps.
+class TrainingClock {
+ public:
+  TrainingClock(const RunOptions& options, int uncounted_steps = 11);
+  /// Call after step `step` (0-based) has finished on the device (synchronised).
+  void step_done(long step, double step_seconds);
+  double counted_seconds() const { return counted_; }
+  /// In [0, 1]: by steps when --steps is set, else counted time / budget.
+  double progress(long steps_done) const;
+  /// True once the budget (or the step count) is used up.
+  bool done(long steps_done) const;
+  double remaining_seconds() const;
+  double total_seconds() const;  // since construction (process start proxy)
+
+ private:
+  RunOptions options_;
+  int uncounted_steps_;
+  double counted_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+struct Summary {
+  double val_bpb = 0;
+  double training_seconds = 0;
+  double total_seconds = 0;
+  double peak_vram_mb = 0;
+  double mfu_percent = 0;
+  double total_tokens_m = 0;
+  long num_steps = 0;
+  double num_params_m = 0;
+  int depth = 0;
+  // the values used, so overridden runs say so
+  double time_budget = 0;
+  long fixed_steps = 0;
+  long eval_tokens = 0;
+};
+
+/// Prints the block the daemon parses, starting with a line "---".
+void print_summary(const Summary& s);
+
+}  // namespace harness
