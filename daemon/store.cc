@@ -1,0 +1,301 @@
+// See store.h.
+#include "daemon/store.h"
+
+#include <chrono>
+#include <regex>
+#include <sstream>
+
+#include "daemon/schema_sql.h"  // generated from results.db.schema: kSchemaSql
+
+namespace ard {
+namespace {
+
+constexpr const char* kExperimentColumns =
+    "id, tag, is_baseline, parent_commit, commit_hash, description, program_hash, proposer, fix_of, "
+    "state, stage, stage_started_at, stage_deadline, stage_expected, pgid, val_bpb, peak_vram_mb, "
+    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at";
+
+ExperimentRow read_experiment(const Statement& s) {
+  ExperimentRow r;
+  r.id = s.integer(0);
+  r.tag = s.text(1);
+  r.is_baseline = s.integer(2) != 0;
+  r.parent_commit = s.text(3);
+  r.commit = s.text(4);
+  r.description = s.text(5);
+  r.program_hash = s.text(6);
+  r.proposer = s.text(7);
+  r.fix_of = s.opt_integer(8);
+  r.state = s.text(9);
+  r.stage = s.text(10);
+  r.stage_started_at = s.opt_real(11);
+  r.stage_deadline = s.opt_real(12);
+  r.stage_expected = s.opt_real(13);
+  r.pgid = s.opt_integer(14);
+  r.val_bpb = s.opt_real(15);
+  r.peak_vram_mb = s.opt_real(16);
+  r.training_seconds = s.opt_real(17);
+  r.summary_json = s.text(18);
+  r.diff = s.text(19);
+  r.error = s.text(20);
+  r.log_tail = s.text(21);
+  r.started_at = s.real(22);
+  r.ended_at = s.opt_real(23);
+  return r;
+}
+
+struct Section {
+  int version;
+  std::string sql;
+};
+
+/// Splits the schema at its "-- version N" lines.
+std::vector<Section> schema_sections() {
+  std::vector<Section> out;
+  std::istringstream in(kSchemaSql);
+  static const std::regex header(R"(^--\s*version\s+(\d+)\s*$)");
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_match(line, m, header)) {
+      out.push_back({std::stoi(m[1]), {}});
+    } else if (!out.empty()) {
+      out.back().sql += line + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+bool is_final_state(const std::string& state) {
+  for (const char* s : {status::kKept, status::kDiscarded, status::kCrash, status::kTimeout,
+                        status::kBuildFail, status::kTampered, status::kPatchRejected,
+                        status::kProposerError, status::kInterrupted})
+    if (state == s) return true;
+  return false;
+}
+
+Store::Store(const std::string& path) : db_(path) {
+  {
+    auto s = db_.prepare("PRAGMA journal_mode=WAL");
+    s.step();
+  }
+  db_.exec("PRAGMA foreign_keys=ON");
+  migrate();
+}
+
+int Store::latest_version() {
+  auto sections = schema_sections();
+  return sections.empty() ? 0 : sections.back().version;
+}
+
+int Store::version() {
+  auto s = db_.prepare("PRAGMA user_version");
+  s.step();
+  return static_cast<int>(s.integer(0));
+}
+
+void Store::migrate() {
+  int have = version();
+  if (have > latest_version())
+    throw SqliteError("results.db has schema version " + std::to_string(have) +
+                      ", newer than this autoresearchd (" + std::to_string(latest_version()) + ")");
+  for (const Section& sec : schema_sections()) {
+    if (sec.version <= have) continue;
+    Transaction t(db_);
+    db_.exec(sec.sql);
+    db_.exec("PRAGMA user_version=" + std::to_string(sec.version));
+    t.commit();
+  }
+}
+
+std::optional<std::string> Store::run_base(const std::string& tag) {
+  auto s = db_.prepare("SELECT base_commit FROM runs WHERE tag=?");
+  s.bind(1, tag);
+  if (!s.step()) return std::nullopt;
+  return s.text(0);
+}
+
+void Store::add_run(const std::string& tag, const std::string& branch, const std::string& base_commit) {
+  db_.prepare("INSERT INTO runs(tag, branch, base_commit, created_at) VALUES(?,?,?,?)")
+      .bind(1, tag).bind(2, branch).bind(3, base_commit).bind(4, now_seconds()).run();
+}
+
+void Store::put_program(const std::string& hash, const std::string& content) {
+  db_.prepare("INSERT OR IGNORE INTO program_versions(hash, content, first_seen) VALUES(?,?,?)")
+      .bind(1, hash).bind(2, content).bind(3, now_seconds()).run();
+}
+
+std::optional<std::string> Store::program(const std::string& hash) {
+  auto s = db_.prepare("SELECT content FROM program_versions WHERE hash=?");
+  s.bind(1, hash);
+  if (!s.step()) return std::nullopt;
+  return s.text(0);
+}
+
+int64_t Store::program_count() {
+  auto s = db_.prepare("SELECT count(*) FROM program_versions");
+  s.step();
+  return s.integer(0);
+}
+
+int64_t Store::create_experiment(const std::string& tag, bool is_baseline, const std::string& parent_commit,
+                                 const std::string& program_hash, const std::string& proposer,
+                                 std::optional<int64_t> fix_of) {
+  auto s = db_.prepare(
+      "INSERT INTO experiments(tag, is_baseline, parent_commit, program_hash, proposer, fix_of, state, "
+      "started_at) VALUES(?,?,?,?,?,?,'proposing',?)");
+  s.bind(1, tag).bind(2, is_baseline ? 1 : 0).bind(3, parent_commit);
+  if (program_hash.empty()) s.bind_null(4); else s.bind(4, program_hash);
+  s.bind(5, proposer).bind(6, fix_of).bind(7, now_seconds()).run();
+  return db_.last_insert_id();
+}
+
+void Store::set_program(int64_t id, const std::string& program_hash) {
+  db_.prepare("UPDATE experiments SET program_hash=? WHERE id=?").bind(1, program_hash).bind(2, id).run();
+}
+
+void Store::set_proposal(int64_t id, const std::string& description) {
+  db_.prepare("UPDATE experiments SET description=?, state='applied' WHERE id=?")
+      .bind(1, description).bind(2, id).run();
+}
+
+void Store::set_state(int64_t id, const std::string& state) {
+  db_.prepare("UPDATE experiments SET state=? WHERE id=?").bind(1, state).bind(2, id).run();
+}
+
+void Store::set_commit(int64_t id, const std::string& commit, const std::string& diff) {
+  db_.prepare("UPDATE experiments SET commit_hash=?, diff=?, state='committed' WHERE id=?")
+      .bind(1, commit).bind(2, diff).bind(3, id).run();
+}
+
+void Store::set_stage(int64_t id, const std::string& state, const std::string& stage, double started_at,
+                      double deadline, double expected_end) {
+  db_.prepare(
+         "UPDATE experiments SET state=?, stage=?, stage_started_at=?, stage_deadline=?, stage_expected=? "
+         "WHERE id=?")
+      .bind(1, state).bind(2, stage).bind(3, started_at).bind(4, deadline).bind(5, expected_end)
+      .bind(6, id).run();
+}
+
+void Store::set_pgid(int64_t id, std::optional<int64_t> pgid) {
+  db_.prepare("UPDATE experiments SET pgid=? WHERE id=?").bind(1, pgid).bind(2, id).run();
+}
+
+void Store::set_metrics(int64_t id, const RunMetrics& m) {
+  db_.prepare(
+         "UPDATE experiments SET state='evaluated', val_bpb=?, peak_vram_mb=?, training_seconds=?, "
+         "summary_json=? WHERE id=?")
+      .bind(1, m.val_bpb).bind(2, m.peak_vram_mb).bind(3, m.training_seconds).bind(4, m.summary_json)
+      .bind(5, id).run();
+}
+
+void Store::finish(int64_t id, const std::string& final_status, const std::string& error,
+                   const std::string& log_tail) {
+  db_.prepare("UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, ended_at=? WHERE id=?")
+      .bind(1, final_status).bind(2, error).bind(3, log_tail).bind(4, now_seconds()).bind(5, id).run();
+}
+
+void Store::add_attempt(int64_t id, int attempt, const ProposalAttempt& a) {
+  db_.prepare(
+         "INSERT OR REPLACE INTO proposal_attempts(experiment_id, attempt, prompt, response, error, "
+         "created_at) VALUES(?,?,?,?,?,?)")
+      .bind(1, id).bind(2, attempt).bind(3, a.prompt).bind(4, a.response).bind(5, a.error)
+      .bind(6, now_seconds()).run();
+}
+
+std::vector<ProposalAttempt> Store::attempts(int64_t id) {
+  auto s = db_.prepare(
+      "SELECT prompt, response, error FROM proposal_attempts WHERE experiment_id=? ORDER BY attempt");
+  s.bind(1, id);
+  std::vector<ProposalAttempt> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2)});
+  return out;
+}
+
+std::optional<ExperimentRow> Store::experiment(int64_t id) {
+  auto s = db_.prepare(std::string("SELECT ") + kExperimentColumns + " FROM experiments WHERE id=?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_experiment(s);
+}
+
+std::vector<ExperimentRow> Store::experiments(const std::string& tag) {
+  std::string sql = std::string("SELECT ") + kExperimentColumns + " FROM experiments";
+  if (!tag.empty()) sql += " WHERE tag=?";
+  sql += " ORDER BY id";
+  auto s = db_.prepare(sql);
+  if (!tag.empty()) s.bind(1, tag);
+  std::vector<ExperimentRow> out;
+  while (s.step()) out.push_back(read_experiment(s));
+  return out;
+}
+
+std::vector<ExperimentRow> Store::unfinished() {
+  std::vector<ExperimentRow> out;
+  for (auto& r : experiments())
+    if (!is_final_state(r.state)) out.push_back(std::move(r));
+  return out;
+}
+
+std::optional<ExperimentRow> Store::best(const std::string& tag) {
+  auto s = db_.prepare(std::string("SELECT ") + kExperimentColumns +
+                       " FROM experiments WHERE tag=? AND state='kept' ORDER BY id DESC LIMIT 1");
+  s.bind(1, tag);
+  if (!s.step()) return std::nullopt;
+  return read_experiment(s);
+}
+
+int64_t Store::begin_session(const std::string& tag, int64_t pid) {
+  db_.prepare("INSERT INTO sessions(tag, pid, started_at) VALUES(?,?,?)")
+      .bind(1, tag).bind(2, pid).bind(3, now_seconds()).run();
+  return db_.last_insert_id();
+}
+
+void Store::set_session_data_dir(int64_t id, const std::string& data_dir) {
+  db_.prepare("UPDATE sessions SET data_dir=? WHERE id=?").bind(1, data_dir).bind(2, id).run();
+}
+
+void Store::end_session(int64_t id, const std::string& reason) {
+  db_.prepare("UPDATE sessions SET ended_at=?, end_reason=? WHERE id=?")
+      .bind(1, now_seconds()).bind(2, reason).bind(3, id).run();
+}
+
+int Store::close_dead_sessions() {
+  db_.prepare("UPDATE sessions SET ended_at=?, end_reason='killed' WHERE ended_at IS NULL")
+      .bind(1, now_seconds()).run();
+  return sqlite3_changes(db_.handle());
+}
+
+std::optional<SessionRow> Store::last_session() {
+  auto s = db_.prepare(
+      "SELECT id, tag, pid, data_dir, started_at, ended_at, end_reason FROM sessions ORDER BY id DESC "
+      "LIMIT 1");
+  if (!s.step()) return std::nullopt;
+  return SessionRow{s.integer(0), s.text(1), s.integer(2), s.text(3), s.real(4), s.opt_real(5), s.text(6)};
+}
+
+void Store::record(const llm::CallRecord& c) {
+  db_.prepare(
+         "INSERT INTO llm_calls(experiment_id, attempt, provider, model, latency_s, input_tokens, "
+         "output_tokens, status, cost_usd, error, created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)")
+      .bind(1, c.experiment_id).bind(2, c.attempt).bind(3, c.provider).bind(4, c.model)
+      .bind(5, c.latency_s).bind(6, c.input_tokens).bind(7, c.output_tokens).bind(8, c.status)
+      .bind(9, c.cost_usd).bind(10, c.error).bind(11, now_seconds()).run();
+}
+
+LlmTotals Store::llm_totals() {
+  auto s = db_.prepare(
+      "SELECT count(*), coalesce(sum(input_tokens),0), coalesce(sum(output_tokens),0), "
+      "coalesce(sum(cost_usd),0) FROM llm_calls");
+  s.step();
+  return {s.integer(0), s.integer(1), s.integer(2), s.real(3)};
+}
+
+}  // namespace ard

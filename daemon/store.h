@@ -1,0 +1,149 @@
+// The results store: <repo>/.autoresearchd/results.db, schema in
+// results.db.schema (embedded at build time, applied by user_version
+// migrations, WAL mode so `status` reads while the daemon writes).
+//
+// Every experiment is written as it moves through its states, so a daemon
+// killed at any point leaves rows the next start can reconcile. The store is
+// also the sink for LLM call records (llm_calls).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/proposer.h"
+#include "daemon/sqlite.h"
+#include "llm_client/call_record.h"
+
+namespace ard {
+
+/// Final statuses; any other state is an experiment still in flight.
+namespace status {
+inline constexpr const char* kKept = "kept";
+inline constexpr const char* kDiscarded = "discarded";
+inline constexpr const char* kCrash = "crash";
+inline constexpr const char* kTimeout = "timeout";
+inline constexpr const char* kBuildFail = "build_fail";
+inline constexpr const char* kTampered = "tampered";
+inline constexpr const char* kPatchRejected = "patch_rejected";
+inline constexpr const char* kProposerError = "proposer_error";
+inline constexpr const char* kInterrupted = "interrupted";
+}  // namespace status
+
+/// True for the states an experiment ends in.
+bool is_final_state(const std::string& state);
+
+struct ExperimentRow {
+  int64_t id = 0;
+  std::string tag;
+  bool is_baseline = false;
+  std::string parent_commit;
+  std::string commit;  ///< empty until committed
+  std::string description;
+  std::string program_hash;
+  std::string proposer;
+  std::optional<int64_t> fix_of;
+  std::string state;
+  std::string stage;
+  std::optional<double> stage_started_at, stage_deadline, stage_expected;
+  std::optional<int64_t> pgid;
+  std::optional<double> val_bpb, peak_vram_mb, training_seconds;
+  std::string summary_json;
+  std::string diff;
+  std::string error;
+  std::string log_tail;
+  double started_at = 0;
+  std::optional<double> ended_at;
+};
+
+struct SessionRow {
+  int64_t id = 0;
+  std::string tag;
+  int64_t pid = 0;
+  std::string data_dir;
+  double started_at = 0;
+  std::optional<double> ended_at;
+  std::string end_reason;
+};
+
+struct LlmTotals {
+  int64_t calls = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double cost_usd = 0;
+};
+
+/// Parsed metrics of one evaluated run.
+struct RunMetrics {
+  double val_bpb = 0;
+  std::optional<double> peak_vram_mb;
+  std::optional<double> training_seconds;
+  std::string summary_json;
+};
+
+class Store : public llm::CallSink {
+ public:
+  /// Opens the database, switches it to WAL and applies pending migrations.
+  explicit Store(const std::string& path);
+
+  /// The schema version this binary writes (the last "-- version N").
+  static int latest_version();
+  int version();
+
+  // Runs.
+  std::optional<std::string> run_base(const std::string& tag);
+  void add_run(const std::string& tag, const std::string& branch, const std::string& base_commit);
+
+  // program.md versions, stored once each.
+  void put_program(const std::string& hash, const std::string& content);
+  std::optional<std::string> program(const std::string& hash);
+  int64_t program_count();
+
+  // Experiments, written as they move.
+  int64_t create_experiment(const std::string& tag, bool is_baseline, const std::string& parent_commit,
+                            const std::string& program_hash, const std::string& proposer,
+                            std::optional<int64_t> fix_of);
+  void set_program(int64_t id, const std::string& program_hash);
+  void set_proposal(int64_t id, const std::string& description);
+  void set_state(int64_t id, const std::string& state);
+  void set_commit(int64_t id, const std::string& commit, const std::string& diff);
+  void set_stage(int64_t id, const std::string& state, const std::string& stage, double started_at,
+                 double deadline, double expected_end);
+  void set_pgid(int64_t id, std::optional<int64_t> pgid);
+  void set_metrics(int64_t id, const RunMetrics& metrics);
+  /// Moves the experiment to a final status, with a one-line error and a log tail.
+  void finish(int64_t id, const std::string& final_status, const std::string& error,
+              const std::string& log_tail);
+  void add_attempt(int64_t id, int attempt, const ProposalAttempt& a);
+  std::vector<ProposalAttempt> attempts(int64_t id);
+
+  std::optional<ExperimentRow> experiment(int64_t id);
+  /// Oldest first; every tag when tag is empty.
+  std::vector<ExperimentRow> experiments(const std::string& tag = "");
+  /// Experiments not in a final state (any tag).
+  std::vector<ExperimentRow> unfinished();
+  /// The last kept experiment of the tag: the branch tip it must have.
+  std::optional<ExperimentRow> best(const std::string& tag);
+
+  // Sessions.
+  int64_t begin_session(const std::string& tag, int64_t pid);
+  void set_session_data_dir(int64_t id, const std::string& data_dir);
+  void end_session(int64_t id, const std::string& reason);
+  /// Closes sessions a killed daemon left open; returns how many.
+  int close_dead_sessions();
+  std::optional<SessionRow> last_session();
+
+  // LLM calls.
+  void record(const llm::CallRecord& call) override;
+  LlmTotals llm_totals();
+
+ private:
+  void migrate();
+  Database db_;
+};
+
+/// Seconds since the Unix epoch, with sub-second precision.
+double now_seconds();
+
+}  // namespace ard

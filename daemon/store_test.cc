@@ -1,0 +1,135 @@
+// Tests of the results store: migrations, experiment lifecycle, programs,
+// attempts, LLM calls, sessions, and reads from a second connection (WAL).
+#include "daemon/store.h"
+
+#include "daemon/test_util.h"
+
+namespace ard {
+namespace {
+
+constexpr const char* kBase = "1111111111111111111111111111111111111111";
+
+TEST(Store, AppliesSchemaOnceAndUsesWal) {
+  testing::TempDir dir;
+  std::string path = (dir / "results.db").string();
+  {
+    Store store(path);
+    EXPECT_EQ(store.version(), Store::latest_version());
+    EXPECT_GE(Store::latest_version(), 1);
+  }
+  Store again(path);  // migrating an up-to-date database is a no-op
+  EXPECT_EQ(again.version(), Store::latest_version());
+  Database raw(path);
+  auto s = raw.prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.text(0), "wal");
+}
+
+TEST(Store, RefusesANewerSchema) {
+  testing::TempDir dir;
+  std::string path = (dir / "results.db").string();
+  { Database raw(path); raw.exec("PRAGMA user_version=999"); }
+  try {
+    Store store(path);
+    FAIL() << "no throw";
+  } catch (const SqliteError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Store, ExperimentMovesThroughItsStates) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  EXPECT_EQ(store.run_base("t"), std::string(kBase));
+  EXPECT_FALSE(store.run_base("other"));
+  store.put_program("abc", "# program");
+  store.put_program("abc", "# program");  // stored once
+  EXPECT_EQ(store.program_count(), 1);
+
+  int64_t id = store.create_experiment("t", false, kBase, "abc", "scripted", std::nullopt);
+  EXPECT_EQ(store.experiment(id)->state, "proposing");
+  EXPECT_EQ(store.unfinished().size(), 1u);
+  store.set_proposal(id, "raise lr");
+  store.set_commit(id, "2222", "diff --git");
+  store.set_stage(id, "running", "train", 10.0, 20.0, 15.0);
+  store.set_pgid(id, 4242);
+  auto mid = store.experiment(id);
+  EXPECT_EQ(mid->state, "running");
+  EXPECT_EQ(mid->stage, "train");
+  EXPECT_EQ(mid->pgid, 4242);
+  EXPECT_EQ(mid->commit, "2222");
+  store.set_metrics(id, {0.99, 1024.0, 3.0, R"({"val_bpb":0.99})"});
+  store.finish(id, status::kKept, "", "tail");
+  auto done = store.experiment(id);
+  EXPECT_EQ(done->state, "kept");
+  EXPECT_EQ(done->description, "raise lr");
+  EXPECT_DOUBLE_EQ(*done->val_bpb, 0.99);
+  EXPECT_FALSE(done->pgid);
+  EXPECT_TRUE(done->ended_at);
+  EXPECT_TRUE(store.unfinished().empty());
+  EXPECT_EQ(store.best("t")->id, id);
+  EXPECT_FALSE(store.best("other"));
+}
+
+TEST(Store, KeepsAttemptsAndLlmCalls) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t id = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  store.add_attempt(id, 1, {"prompt one", "bad", "no edit block"});
+  store.add_attempt(id, 2, {"prompt two", "good", ""});
+  auto a = store.attempts(id);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].error, "no edit block");
+  EXPECT_EQ(a[1].response, "good");
+
+  llm::CallRecord c;
+  c.experiment_id = id;
+  c.attempt = 1;
+  c.provider = "openai";
+  c.model = "m";
+  c.input_tokens = 100;
+  c.output_tokens = 20;
+  c.cost_usd = 0.5;
+  c.status = "ok";
+  store.record(c);
+  store.record(c);
+  auto t = store.llm_totals();
+  EXPECT_EQ(t.calls, 2);
+  EXPECT_EQ(t.input_tokens, 200);
+  EXPECT_EQ(t.output_tokens, 40);
+  EXPECT_DOUBLE_EQ(t.cost_usd, 1.0);
+}
+
+TEST(Store, SecondConnectionReadsWhileWriterHoldsATransaction) {
+  testing::TempDir dir;
+  std::string path = (dir / "results.db").string();
+  Store writer(path);
+  writer.add_run("t", "autoresearch/t", kBase);
+  writer.create_experiment("t", true, kBase, "", "baseline", std::nullopt);
+  Database raw(path);
+  raw.exec("BEGIN IMMEDIATE");
+  raw.exec("INSERT INTO runs VALUES('u','b','c',0)");
+  Store reader(path);  // WAL: readers are not blocked by the open write transaction
+  EXPECT_EQ(reader.experiments("t").size(), 1u);
+  raw.exec("ROLLBACK");
+}
+
+TEST(Store, ClosesSessionsLeftOpenByAKilledDaemon) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  int64_t a = store.begin_session("t", 100);
+  store.set_session_data_dir(a, "/data");
+  EXPECT_EQ(store.close_dead_sessions(), 1);
+  auto s = store.last_session();
+  EXPECT_EQ(s->end_reason, "killed");
+  EXPECT_EQ(s->data_dir, "/data");
+  int64_t b = store.begin_session("t", 101);
+  store.end_session(b, "stopped");
+  EXPECT_EQ(store.close_dead_sessions(), 0);
+  EXPECT_EQ(store.last_session()->pid, 101);
+}
+
+}  // namespace
+}  // namespace ard
