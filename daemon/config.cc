@@ -1,0 +1,252 @@
+// See config.h. Each table is read through a KeyReader that remembers the keys
+// it consumed, so whatever is left over is reported as unknown by its full name.
+#include "daemon/config.h"
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace ard {
+namespace {
+
+class KeyReader {
+ public:
+  KeyReader(const toml::table& table, std::string prefix) : table_(table), prefix_(std::move(prefix)) {}
+
+  std::string name(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+
+  const toml::node* get(const std::string& key) {
+    seen_.insert(key);
+    return table_.get(key);
+  }
+
+  void string(const std::string& key, std::string& out, bool allow_empty = false) {
+    const toml::node* n = get(key);
+    if (!n) return;
+    if (!n->is_string()) throw ConfigError(name(key) + ": expected a string");
+    out = n->as_string()->get();
+    if (!allow_empty && out.empty()) throw ConfigError(name(key) + ": must not be empty");
+  }
+
+  void number(const std::string& key, double& out, double min, bool min_inclusive) {
+    const toml::node* n = get(key);
+    if (!n) return;
+    double v;
+    if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
+    else if (n->is_floating_point()) v = n->as_floating_point()->get();
+    else throw ConfigError(name(key) + ": expected a number");
+    if (!std::isfinite(v) || v < min || (!min_inclusive && v == min))
+      throw ConfigError(name(key) + ": must be " + (min_inclusive ? ">= " : "> ") + fmt(min) +
+                        ", got " + fmt(v));
+    out = v;
+  }
+
+  void integer(const std::string& key, int& out, int min) {
+    const toml::node* n = get(key);
+    if (!n) return;
+    if (!n->is_integer()) throw ConfigError(name(key) + ": expected an integer");
+    int64_t v = n->as_integer()->get();
+    if (v < min || v > 1000000) throw ConfigError(name(key) + ": out of range: " + std::to_string(v));
+    out = static_cast<int>(v);
+  }
+
+  void boolean(const std::string& key, bool& out) {
+    const toml::node* n = get(key);
+    if (!n) return;
+    if (!n->is_boolean()) throw ConfigError(name(key) + ": expected true or false");
+    out = n->as_boolean()->get();
+  }
+
+  void strings(const std::string& key, std::vector<std::string>& out, bool allow_empty_list = false) {
+    const toml::node* n = get(key);
+    if (!n) return;
+    const toml::array* a = n->as_array();
+    if (!a) throw ConfigError(name(key) + ": expected an array of strings");
+    std::vector<std::string> v;
+    for (const toml::node& e : *a) {
+      if (!e.is_string() || e.as_string()->get().empty())
+        throw ConfigError(name(key) + ": expected an array of non-empty strings");
+      v.push_back(e.as_string()->get());
+    }
+    if (v.empty() && !allow_empty_list) throw ConfigError(name(key) + ": must not be empty");
+    out = std::move(v);
+  }
+
+  const toml::table* table(const std::string& key) {
+    const toml::node* n = get(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) throw ConfigError(name(key) + ": expected a table [" + name(key) + "]");
+    return n->as_table();
+  }
+
+  /// Throws for the first key nobody read.
+  void reject_unknown() const {
+    for (const auto& [k, v] : table_)
+      if (!seen_.count(std::string(k.str()))) throw ConfigError(name(std::string(k.str())) + ": unknown key");
+  }
+
+ private:
+  static std::string fmt(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  }
+  const toml::table& table_;
+  std::string prefix_;
+  std::set<std::string> seen_;
+};
+
+void check_relative_glob(const std::string& key, const std::string& glob) {
+  if (glob.front() == '/' || glob.find("..") != std::string::npos || glob.rfind(".git", 0) == 0)
+    throw ConfigError(key + ": '" + glob + "' must be a path inside the repo");
+}
+
+}  // namespace
+
+std::vector<StageConfig> default_stages(double budget_s, double startup_s) {
+  return {
+      {"check", "build/trainer/train --check", 300, 60},
+      {"train", "build/trainer/train --data {data_dir}", 2 * budget_s + startup_s, budget_s + startup_s},
+  };
+}
+
+std::string expand_home(const std::string& path) {
+  if (path == "~" || path.rfind("~/", 0) == 0) {
+    const char* home = getenv("HOME");
+    return std::string(home ? home : "") + path.substr(1);
+  }
+  return path;
+}
+
+Config parse_config(const std::string& toml_text, const std::filesystem::path& repo,
+                    const std::string& source_name, const std::filesystem::path& key_base) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << source_name << ":" << e.source().begin.line << ": " << e.description();
+    throw ConfigError(os.str());
+  }
+
+  Config c;
+  c.repo = repo;
+  KeyReader top(root, "");
+  std::string repo_key;
+  top.string("repo", repo_key);
+  if (!repo_key.empty()) {
+    c.repo = std::filesystem::path(expand_home(repo_key));
+    if (c.repo.is_relative()) c.repo = (key_base.empty() ? repo : key_base) / c.repo;
+  }
+  c.repo = std::filesystem::absolute(c.repo);
+  c.repo = c.repo.lexically_normal();
+  if (c.repo.has_filename() == false) c.repo = c.repo.parent_path();
+
+  top.string("tag", c.tag);
+  static const std::regex tag_re("[A-Za-z0-9_][A-Za-z0-9._-]*");
+  if (!std::regex_match(c.tag, tag_re) || c.tag.size() > 64 || c.tag.find("..") != std::string::npos ||
+      c.tag.ends_with(".lock"))
+    throw ConfigError("tag: '" + c.tag + "' is not a valid tag (letters, digits, '.', '_', '-')");
+  top.strings("editable", c.editable);
+  for (const auto& g : c.editable) check_relative_glob("editable", g);
+  top.string("program", c.program);
+  top.number("budget_s", c.budget_s, 0, false);
+  top.number("startup_s", c.startup_s, 0, true);
+  top.number("min_improvement", c.min_improvement, 0, true);
+  top.integer("max_fix_attempts", c.max_fix_attempts, 0);
+  top.number("retry_wait_s", c.retry_wait_s, 0, false);
+
+  if (const toml::table* t = top.table("build")) {
+    KeyReader r(*t, "build");
+    r.string("command", c.build_command);
+    r.number("timeout_s", c.build_timeout_s, 0, false);
+    r.reject_unknown();
+  }
+
+  if (const toml::node* n = top.get("stage")) {
+    const toml::array* a = n->as_array();
+    if (!a || !a->is_array_of_tables() || a->empty())
+      throw ConfigError("stage: expected one or more [[stage]] tables");
+    std::set<std::string> names;
+    for (size_t i = 0; i < a->size(); ++i) {
+      KeyReader r(*a->get(i)->as_table(), "stage[" + std::to_string(i + 1) + "]");
+      StageConfig s;
+      r.string("name", s.name);
+      r.string("command", s.command);
+      s.timeout_s = 2 * c.budget_s + c.startup_s;
+      r.number("timeout_s", s.timeout_s, 0, false);
+      s.expected_s = s.timeout_s;
+      r.number("expected_s", s.expected_s, 0, false);
+      r.reject_unknown();
+      if (s.name.empty()) throw ConfigError(r.name("name") + ": missing");
+      if (s.command.empty()) throw ConfigError(r.name("command") + ": missing");
+      if (!names.insert(s.name).second) throw ConfigError(r.name("name") + ": duplicate stage '" + s.name + "'");
+      c.stages.push_back(std::move(s));
+    }
+  } else {
+    c.stages = default_stages(c.budget_s, c.startup_s);
+  }
+
+  if (const toml::table* t = top.table("summary")) {
+    KeyReader r(*t, "summary");
+    r.string("metric", c.metric);
+    r.strings("keys", c.summary_keys);
+    r.reject_unknown();
+  }
+  if (std::find(c.summary_keys.begin(), c.summary_keys.end(), c.metric) == c.summary_keys.end())
+    throw ConfigError("summary.metric: '" + c.metric + "' is not one of summary.keys");
+
+  if (const toml::table* t = top.table("data")) {
+    KeyReader r(*t, "data");
+    r.boolean("enabled", c.data.enabled);
+    r.string("prepare", c.data.prepare);
+    r.strings("train", c.data.train);
+    r.strings("val", c.data.val);
+    r.string("field", c.data.field);
+    r.string("cache", c.data.cache);
+    r.number("timeout_s", c.data.timeout_s, 0, false);
+    r.reject_unknown();
+  }
+
+  if (const toml::table* t = top.table("env")) {
+    KeyReader r(*t, "env");
+    r.strings("pass", c.env_pass, true);
+    r.reject_unknown();
+    static const std::regex var_re("[A-Za-z_][A-Za-z0-9_]*");
+    for (const auto& v : c.env_pass)
+      if (!std::regex_match(v, var_re)) throw ConfigError("env.pass: '" + v + "' is not a variable name");
+  }
+
+  if (const toml::table* t = top.table("proposer")) {
+    KeyReader r(*t, "proposer");
+    r.string("kind", c.proposer_kind);
+    r.string("script", c.proposer_script);
+    r.reject_unknown();
+  }
+  if (const toml::table* t = top.table("llm")) {
+    c.llm = *t;
+    c.has_llm = true;
+  }
+  if (const toml::table* t = top.table("offline")) c.offline = *t;
+  if (c.proposer_kind.empty()) c.proposer_kind = c.has_llm ? "llm" : "offline";
+
+  top.reject_unknown();
+  return c;
+}
+
+Config load_config(const std::filesystem::path& repo, const std::filesystem::path& config_path) {
+  std::filesystem::path path = config_path.empty() ? repo / "autoresearch.toml" : config_path;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (!config_path.empty()) throw ConfigError(path.string() + ": cannot read the config file");
+    return parse_config("", repo, path.string());
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  // A `repo` key in an explicit config is relative to the file's directory.
+  return parse_config(ss.str(), repo, path.string(), std::filesystem::absolute(path).parent_path());
+}
+
+}  // namespace ard

@@ -1,0 +1,91 @@
+// The daemon's configuration: autoresearch.toml in the research repo.
+//
+// Every key has a default (docs/daemon.md lists them), so a repo without the
+// file runs with the defaults. Unknown keys and bad values are ConfigErrors
+// naming the key. The [llm] and [offline] tables are kept raw: the proposer
+// factory validates the one it uses.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+namespace ard {
+
+/// A bad config value or an unknown key; the message names it, on one line.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct StageConfig {
+  std::string name;
+  std::string command;     ///< /bin/sh command; {data_dir} {budget} {worktree} substituted
+  double timeout_s = 0;    ///< the child's whole process group is killed past this
+  double expected_s = 0;   ///< when status expects it to end; the timeout if unset
+};
+
+struct DataConfig {
+  bool enabled = true;
+  std::string prepare = "build/trainer/harness/prepare";  ///< relative to the worktree
+  std::vector<std::string> train = {"../shared/corpus/train.jsonl.xz"};  ///< relative to the repo
+  std::vector<std::string> val = {"../shared/corpus/val.jsonl.xz"};
+  std::string field = "text";
+  std::string cache = "~/.cache/autoresearchd";
+  double timeout_s = 7200;
+};
+
+struct Config {
+  std::filesystem::path repo;  ///< absolute research repo root
+  std::string tag = "main";
+  std::vector<std::string> editable = {"trainer/train.cu", "trainer/model/**"};
+  std::string program = "program.md";  ///< relative to the repo root, read from the user's checkout
+  double budget_s = 300;
+  double startup_s = 120;
+  double min_improvement = 0;
+  int max_fix_attempts = 2;
+  double retry_wait_s = 60;  ///< wait before asking an unavailable or exhausted proposer again
+
+  std::string build_command =
+      "cmake -S trainer -B build/trainer -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build/trainer";
+  double build_timeout_s = 1800;
+
+  std::vector<StageConfig> stages;  ///< filled with the defaults when the file has none
+
+  std::string metric = "val_bpb";
+  std::vector<std::string> summary_keys = {"val_bpb",        "training_seconds", "total_seconds",
+                                           "peak_vram_mb",   "mfu_percent",      "total_tokens_M",
+                                           "num_steps",      "num_params_M",     "depth"};
+
+  DataConfig data;
+
+  std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",
+                                       "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH"};
+
+  std::string proposer_kind;    ///< "llm" when [llm] is present, else "offline"; or "scripted"
+  std::string proposer_script;  ///< the scripted proposer's JSON file, relative to the repo
+  toml::table llm;              ///< raw [llm] table, validated by the proposer factory
+  toml::table offline;          ///< raw [offline] table
+  bool has_llm = false;
+};
+
+/// Parses a config from TOML text. repo is the research repo root unless the
+/// file's `repo` key names another one, relative to key_base (default: repo).
+Config parse_config(const std::string& toml_text, const std::filesystem::path& repo,
+                    const std::string& source_name = "autoresearch.toml",
+                    const std::filesystem::path& key_base = {});
+
+/// Loads <repo>/autoresearch.toml, or config_path when given. A missing default
+/// file gives the defaults; a missing explicit file is an error.
+Config load_config(const std::filesystem::path& repo, const std::filesystem::path& config_path = {});
+
+/// The stages used when the file lists none: a quick check, then the full run.
+std::vector<StageConfig> default_stages(double budget_s, double startup_s);
+
+/// "~/x" with $HOME expanded; other paths as they are.
+std::string expand_home(const std::string& path);
+
+}  // namespace ard
