@@ -1,0 +1,261 @@
+// See git_repo.h. Every libgit2 return code goes through check(), which throws
+// GitError with libgit2's own message; objects are owned by GitPtr.
+#include "daemon/git_repo.h"
+
+#include <git2.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace ard {
+namespace {
+
+template <typename T, void (*Free)(T*)>
+struct Deleter {
+  void operator()(T* p) const { Free(p); }
+};
+template <typename T, void (*Free)(T*)>
+using GitPtr = std::unique_ptr<T, Deleter<T, Free>>;
+
+using Object = GitPtr<git_object, git_object_free>;
+using Commit = GitPtr<git_commit, git_commit_free>;
+using Tree = GitPtr<git_tree, git_tree_free>;
+using Reference = GitPtr<git_reference, git_reference_free>;
+using Index = GitPtr<git_index, git_index_free>;
+using Diff = GitPtr<git_diff, git_diff_free>;
+using Signature = GitPtr<git_signature, git_signature_free>;
+using Worktree = GitPtr<git_worktree, git_worktree_free>;
+using Blob = GitPtr<git_blob, git_blob_free>;
+
+void check(int rc, const std::string& what) {
+  if (rc < 0) {
+    const git_error* e = git_error_last();
+    throw GitError(what + ": " + (e && e->message ? e->message : "libgit2 error " + std::to_string(rc)));
+  }
+}
+
+std::string oid_str(const git_oid* oid) {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof buf, oid);
+  return buf;
+}
+
+git_oid parse_oid(const std::string& id) {
+  git_oid oid;
+  check(git_oid_fromstr(&oid, id.c_str()), "bad commit id '" + id + "'");
+  return oid;
+}
+
+Commit lookup_commit(git_repository* repo, const std::string& id) {
+  git_oid oid = parse_oid(id);
+  git_commit* c = nullptr;
+  check(git_commit_lookup(&c, repo, &oid), "commit " + id);
+  return Commit(c);
+}
+
+Tree commit_tree(git_repository* repo, const std::string& id) {
+  Commit c = lookup_commit(repo, id);
+  git_tree* t = nullptr;
+  check(git_commit_tree(&t, c.get()), "tree of " + id);
+  return Tree(t);
+}
+
+}  // namespace
+
+GitLibrary::GitLibrary() { git_libgit2_init(); }
+GitLibrary::~GitLibrary() { git_libgit2_shutdown(); }
+
+std::string blob_hash(const std::string& content) {
+  git_oid oid;
+  check(git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB), "hash");
+  return oid_str(&oid);
+}
+
+std::filesystem::path discover_repo(const std::filesystem::path& start) {
+  git_buf buf = GIT_BUF_INIT;
+  check(git_repository_discover(&buf, start.c_str(), 0, nullptr),
+        "no git repository at " + start.string());
+  std::string gitdir(buf.ptr, buf.size);
+  git_buf_dispose(&buf);
+  GitRepo repo(gitdir);
+  return repo.workdir();
+}
+
+GitRepo::GitRepo(const std::filesystem::path& path) {
+  check(git_repository_open(&repo_, path.c_str()), "cannot open git repository " + path.string());
+}
+
+GitRepo::~GitRepo() { git_repository_free(repo_); }
+
+std::filesystem::path GitRepo::workdir() const {
+  const char* w = git_repository_workdir(repo_);
+  if (!w) throw GitError("repository " + std::string(git_repository_path(repo_)) + " is bare");
+  std::filesystem::path p(w);
+  return p.has_filename() ? p : p.parent_path();
+}
+
+std::string GitRepo::head() const {
+  git_oid oid;
+  check(git_reference_name_to_id(&oid, repo_, "HEAD"), "HEAD");
+  return oid_str(&oid);
+}
+
+bool GitRepo::has_commit(const std::string& id) const {
+  git_oid oid;
+  if (git_oid_fromstr(&oid, id.c_str()) < 0) return false;
+  git_commit* c = nullptr;
+  if (git_commit_lookup(&c, repo_, &oid) < 0) return false;
+  git_commit_free(c);
+  return true;
+}
+
+void GitRepo::exclude(const std::string& pattern) {
+  std::filesystem::path info = std::filesystem::path(git_repository_commondir(repo_)) / "info";
+  std::filesystem::create_directories(info);
+  std::filesystem::path file = info / "exclude";
+  std::string text;
+  {
+    std::ifstream in(file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line == pattern) return;
+  std::ofstream out(file, std::ios::app);
+  if (!text.empty() && text.back() != '\n') out << '\n';
+  out << pattern << '\n';
+  if (!out) throw GitError("cannot write " + file.string());
+}
+
+std::unique_ptr<GitRepo> GitRepo::open_worktree(const std::string& name, const std::string& branch,
+                                                const std::filesystem::path& path) {
+  git_reference* ref_raw = nullptr;
+  int rc = git_branch_lookup(&ref_raw, repo_, branch.c_str(), GIT_BRANCH_LOCAL);
+  if (rc == GIT_ENOTFOUND) {
+    Commit head = lookup_commit(repo_, this->head());
+    check(git_branch_create(&ref_raw, repo_, branch.c_str(), head.get(), 0), "create branch " + branch);
+  } else {
+    check(rc, "branch " + branch);
+  }
+  Reference ref(ref_raw);
+
+  git_worktree* wt_raw = nullptr;
+  if (git_worktree_lookup(&wt_raw, repo_, name.c_str()) == 0) {
+    Worktree wt(wt_raw);
+    if (git_worktree_validate(wt.get()) == 0 && std::filesystem::exists(path / ".git"))
+      return std::make_unique<GitRepo>(path);
+    // Its directory is gone: forget it and add it again.
+    git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+    popts.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED;
+    check(git_worktree_prune(wt.get(), &popts), "prune stale worktree " + name);
+  }
+  std::filesystem::create_directories(path.parent_path());
+  if (std::filesystem::exists(path)) std::filesystem::remove_all(path);
+  git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
+  opts.ref = ref.get();
+  check(git_worktree_add(&wt_raw, repo_, name.c_str(), path.c_str(), &opts),
+        "create worktree " + path.string() + " on " + branch);
+  git_worktree_free(wt_raw);
+  return std::make_unique<GitRepo>(path);
+}
+
+std::vector<EditableFile> GitRepo::editable_files(const std::string& commit,
+                                                  const EditablePaths& editable) const {
+  Tree tree = commit_tree(repo_, commit);
+  struct Walk {
+    git_repository* repo;
+    const EditablePaths* editable;
+    std::vector<EditableFile> files;
+    std::string error;
+  } walk{repo_, &editable, {}, {}};
+  auto cb = [](const char* root, const git_tree_entry* entry, void* payload) -> int {
+    auto* w = static_cast<Walk*>(payload);
+    if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) return 0;
+    std::string path = std::string(root) + git_tree_entry_name(entry);
+    if (!w->editable->contains(path)) return 0;
+    git_blob* b = nullptr;
+    if (git_blob_lookup(&b, w->repo, git_tree_entry_id(entry)) < 0) {
+      w->error = path;
+      return -1;
+    }
+    Blob blob(b);
+    w->files.push_back({path, std::string(static_cast<const char*>(git_blob_rawcontent(b)),
+                                          static_cast<size_t>(git_blob_rawsize(b)))});
+    return 0;
+  };
+  int rc = git_tree_walk(tree.get(), GIT_TREEWALK_PRE, cb, &walk);
+  if (!walk.error.empty()) throw GitError("cannot read " + walk.error + " in " + commit);
+  check(rc, "walk tree of " + commit);
+  return walk.files;
+}
+
+std::string GitRepo::commit_paths(const std::vector<std::string>& paths, const std::string& message) {
+  git_index* idx_raw = nullptr;
+  check(git_repository_index(&idx_raw, repo_), "index");
+  Index index(idx_raw);
+  for (const auto& p : paths) check(git_index_add_bypath(index.get(), p.c_str()), "stage " + p);
+  check(git_index_write(index.get()), "write index");
+  git_oid tree_id;
+  check(git_index_write_tree(&tree_id, index.get()), "write tree");
+
+  std::string parent_id = head();
+  Commit parent = lookup_commit(repo_, parent_id);
+  if (git_oid_equal(&tree_id, git_commit_tree_id(parent.get()))) return "";
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo_, &tree_id), "tree");
+  Tree tree(tree_raw);
+
+  git_signature* sig_raw = nullptr;
+  if (git_signature_default(&sig_raw, repo_) < 0)
+    check(git_signature_now(&sig_raw, "autoresearchd", "autoresearchd@localhost"), "signature");
+  Signature sig(sig_raw);
+  const git_commit* parents[] = {parent.get()};
+  git_oid id;
+  check(git_commit_create(&id, repo_, "HEAD", sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 1,
+                          parents),
+        "commit");
+  return oid_str(&id);
+}
+
+void GitRepo::reset_hard(const std::string& commit) {
+  git_oid oid = parse_oid(commit);
+  git_object* obj = nullptr;
+  check(git_object_lookup(&obj, repo_, &oid, GIT_OBJECT_COMMIT), "commit " + commit);
+  Object target(obj);
+  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+  co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED;
+  check(git_reset(repo_, target.get(), GIT_RESET_HARD, &co), "reset to " + commit);
+}
+
+std::string GitRepo::diff(const std::string& parent, const std::string& commit) const {
+  Tree a = commit_tree(repo_, parent);
+  Tree b = commit_tree(repo_, commit);
+  git_diff* d = nullptr;
+  check(git_diff_tree_to_tree(&d, repo_, a.get(), b.get(), nullptr), "diff");
+  Diff diff(d);
+  git_buf buf = GIT_BUF_INIT;
+  check(git_diff_to_buf(&buf, diff.get(), GIT_DIFF_FORMAT_PATCH), "format diff");
+  std::string out(buf.ptr, buf.size);
+  git_buf_dispose(&buf);
+  return out;
+}
+
+std::vector<std::string> GitRepo::changed_since(const std::string& base) const {
+  Tree tree = commit_tree(repo_, base);
+  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+  opts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS;
+  git_diff* d = nullptr;
+  check(git_diff_tree_to_workdir_with_index(&d, repo_, tree.get(), &opts), "diff against " + base);
+  Diff diff(d);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    out.emplace_back(delta->new_file.path ? delta->new_file.path : delta->old_file.path);
+    if (delta->old_file.path && out.back() != delta->old_file.path) out.emplace_back(delta->old_file.path);
+  }
+  return out;
+}
+
+}  // namespace ard

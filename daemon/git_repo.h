@@ -1,0 +1,79 @@
+// Git operations on the research repo and the daemon's worktree, over libgit2:
+// the branch autoresearch/<tag> and its worktree, commits of edits, hard
+// resets, patches for `show`, and the tamper check against the base commit.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "daemon/editable.h"
+#include "daemon/proposer.h"
+
+struct git_repository;
+
+namespace ard {
+
+class GitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Initialises libgit2 for the life of the process.
+class GitLibrary {
+ public:
+  GitLibrary();
+  ~GitLibrary();
+};
+
+/// The git blob id of content: program.md versions are stored by it.
+std::string blob_hash(const std::string& content);
+
+/// The working-tree root of the repo that contains start.
+std::filesystem::path discover_repo(const std::filesystem::path& start);
+
+/// One repository: the user's checkout or the daemon's worktree.
+class GitRepo {
+ public:
+  explicit GitRepo(const std::filesystem::path& path);
+  ~GitRepo();
+  GitRepo(const GitRepo&) = delete;
+  GitRepo& operator=(const GitRepo&) = delete;
+
+  std::filesystem::path workdir() const;
+  /// Full id of HEAD's commit.
+  std::string head() const;
+  bool has_commit(const std::string& id) const;
+  /// Adds a line to .git/info/exclude (shared by every worktree) unless present.
+  void exclude(const std::string& pattern);
+
+  /// Opens (creating when needed) the worktree `name` at path on branch, which
+  /// is created at HEAD when it does not exist yet. Returns the worktree.
+  std::unique_ptr<GitRepo> open_worktree(const std::string& name, const std::string& branch,
+                                         const std::filesystem::path& path);
+
+  /// The editable files of a commit, from its tree.
+  std::vector<EditableFile> editable_files(const std::string& commit, const EditablePaths& editable) const;
+
+  /// Stages the given paths and commits them on HEAD's branch with message.
+  /// Returns the new commit id, or "" when the paths hold no change.
+  std::string commit_paths(const std::vector<std::string>& paths, const std::string& message);
+
+  /// Moves HEAD's branch, the index and the files to commit; removes untracked
+  /// (not ignored) files, so a new file an edit added goes too.
+  void reset_hard(const std::string& commit);
+
+  /// The patch from parent to commit.
+  std::string diff(const std::string& parent, const std::string& commit) const;
+
+  /// Paths whose index or working-tree content differs from base, untracked
+  /// files included, ignored files not.
+  std::vector<std::string> changed_since(const std::string& base) const;
+
+ private:
+  git_repository* repo_ = nullptr;
+};
+
+}  // namespace ard
