@@ -65,7 +65,12 @@ struct Summary {
   long eval_tokens = 0;
 };
 
-/// Prints the block the daemon parses, starting with a line "---".
+/// The block the daemon parses, starting with a line "---", one "key: value"
+/// line each; time_budget, fixed_steps and eval_tokens appear only when they
+/// differ from the constants (an overridden run says so).
+std::string format_summary(const Summary& s);
+
+/// Prints format_summary(s) to stdout and flushes.
 void print_summary(const Summary& s);
 
 }  // namespace harness

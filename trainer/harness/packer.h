@@ -1,0 +1,63 @@
+// Best-fit row packing over document lengths only (no tokens), so the loader,
+// its tests and the dry run that finds a validation loader's last batch all
+// make exactly the same decisions.
+//
+// For each row of row_len tokens: refill the buffer to buffer_docs documents in
+// shard order; place the largest buffered document that fits entirely in what
+// is left of the row (oldest first among equal lengths); when none fits, crop
+// the shortest buffered document to fill the row exactly and drop its rest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace harness {
+
+/// A prefix of one document placed in a row: tokens [doc_begin, doc_begin + length).
+struct RowPiece {
+  size_t doc = 0;
+  size_t length = 0;
+};
+
+class RowPacker {
+ public:
+  /// doc_lengths: token count of each document (>= 1). cycle: wrap to document 0
+  /// at the end (epoch += 1); otherwise stop once the documents are used up.
+  RowPacker(std::vector<size_t> doc_lengths, size_t row_len, int buffer_docs, bool cycle);
+
+  /// Fills `pieces` with the next row (lengths sum to row_len) and returns true;
+  /// returns false (non-cycling only) when no complete row can be made.
+  /// `epoch` receives the 1-based pass over the documents that the row's first
+  /// document was taken from. A cycling packer buffers at most num_docs
+  /// documents, so one refill never laps the shard.
+  bool next_row(std::vector<RowPiece>& pieces, int& epoch);
+
+ private:
+  void refill();
+
+  std::vector<size_t> lengths_;
+  size_t row_len_;
+  size_t buffer_docs_;
+  bool cycle_;
+  size_t cursor_ = 0;        // next document to buffer
+  int epoch_ = 1;
+  uint64_t arrivals_ = 0;
+  struct Entry {
+    size_t length;
+    uint64_t arrival;  // insertion counter: orders equal lengths oldest first
+    size_t doc;
+    int epoch;
+    bool operator<(const Entry& o) const {
+      return length != o.length ? length < o.length : arrival < o.arrival;
+    }
+  };
+  std::set<Entry> buffer_;  // ordered by length, so best-fit lookups are O(log n)
+};
+
+/// Number of complete rows a non-cycling packer makes from these documents.
+size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs);
+
+}  // namespace harness

@@ -1,0 +1,75 @@
+// Best-fit packing decisions on document lengths, checked by hand.
+#include "harness/packer.h"
+
+#include <gtest/gtest.h>
+
+namespace harness {
+namespace {
+
+std::vector<std::pair<size_t, size_t>> row(RowPacker& p, int* epoch = nullptr) {
+  std::vector<RowPiece> pieces;
+  int e = 0;
+  EXPECT_TRUE(p.next_row(pieces, e));
+  if (epoch) *epoch = e;
+  std::vector<std::pair<size_t, size_t>> out;
+  for (auto& piece : pieces) out.push_back({piece.doc, piece.length});
+  return out;
+}
+
+using Row = std::vector<std::pair<size_t, size_t>>;
+
+TEST(RowPacker, PlacesLargestFittingDocumentFirst) {
+  // lengths 5, 3, 4, row of 8: 5 then 3 fill the first row exactly.
+  RowPacker p({5, 3, 4}, 8, 3, /*cycle=*/false);
+  EXPECT_EQ(row(p), (Row{{0, 5}, {1, 3}}));
+  std::vector<RowPiece> pieces;
+  int epoch = 0;
+  EXPECT_FALSE(p.next_row(pieces, epoch));  // 4 tokens left cannot fill a row of 8
+}
+
+TEST(RowPacker, CropsShortestWhenNothingFits) {
+  RowPacker p({12, 10, 3}, 8, 3, false);
+  // 3 fits first, then 5 tokens left: nothing fits, the shortest (10) is cropped.
+  EXPECT_EQ(row(p), (Row{{2, 3}, {1, 5}}));
+  EXPECT_EQ(row(p), (Row{{0, 8}}));
+}
+
+TEST(RowPacker, OldestFirstAmongEqualLengths) {
+  RowPacker p({2, 2, 2, 2}, 4, 4, false);
+  EXPECT_EQ(row(p), (Row{{0, 2}, {1, 2}}));
+  EXPECT_EQ(row(p), (Row{{2, 2}, {3, 2}}));
+}
+
+TEST(RowPacker, BufferLimitsTheChoice) {
+  // With a buffer of one, documents are taken strictly in order.
+  RowPacker p({3, 5, 5}, 8, 1, false);
+  EXPECT_EQ(row(p), (Row{{0, 3}, {1, 5}}));
+  // With a buffer of three the largest fitting (5) goes first.
+  RowPacker q({3, 4, 5}, 8, 3, false);
+  EXPECT_EQ(row(q), (Row{{2, 5}, {0, 3}}));
+}
+
+TEST(RowPacker, CyclingCountsEpochs) {
+  RowPacker p({4, 4}, 4, 1, /*cycle=*/true);
+  int epoch = 0;
+  EXPECT_EQ(row(p, &epoch), (Row{{0, 4}}));
+  EXPECT_EQ(epoch, 1);
+  EXPECT_EQ(row(p, &epoch), (Row{{1, 4}}));
+  EXPECT_EQ(epoch, 1);
+  EXPECT_EQ(row(p, &epoch), (Row{{0, 4}}));
+  EXPECT_EQ(epoch, 2);
+}
+
+TEST(RowPacker, CountRowsMatchesAWalk) {
+  std::vector<size_t> lengths = {7, 1, 9, 3, 3, 2, 8, 5, 5, 6, 1, 1};
+  // Rows by hand: [7,1] [3,3,2] [8] [6,1,1] [5, 3 of 5] [8 of 9]; the rest is dropped.
+  EXPECT_EQ(count_rows(lengths, 8, 4), 6u);
+}
+
+TEST(RowPacker, RejectsEmptyInput) {
+  EXPECT_THROW(RowPacker({}, 8, 4, false), std::invalid_argument);
+  EXPECT_THROW(RowPacker({0}, 8, 4, false), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace harness

@@ -1,0 +1,124 @@
+// The trainer's command line, the counted clock and the summary block.
+#include "harness/run_options.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/constants.h"
+
+namespace harness {
+namespace {
+
+RunOptions parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "train");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_run_options(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RunOptions, DefaultsAreTheConstants) {
+  RunOptions o = parse({"--data", "/d"});
+  EXPECT_EQ(o.data_dir, "/d");
+  EXPECT_EQ(o.time_budget, TIME_BUDGET);
+  EXPECT_EQ(o.eval_tokens, EVAL_TOKENS);
+  EXPECT_EQ(o.steps, 0);
+  EXPECT_EQ(o.seed, 42u);
+  EXPECT_FALSE(o.check);
+  EXPECT_TRUE(o.dump_init_dir.empty());
+}
+
+TEST(RunOptions, Overrides) {
+  RunOptions o = parse({"--data=/d", "--time-budget", "60", "--steps=20", "--eval-tokens", "4096",
+                        "--seed", "7", "--dump-init", "/tmp/x"});
+  EXPECT_EQ(o.time_budget, 60.0);
+  EXPECT_EQ(o.steps, 20);
+  EXPECT_EQ(o.eval_tokens, 4096);
+  EXPECT_EQ(o.seed, 7u);
+  EXPECT_EQ(o.dump_init_dir, "/tmp/x");
+  EXPECT_TRUE(parse({"--check"}).check);  // --check needs no dataset
+}
+
+TEST(RunOptions, BadInputNamesTheFlag) {
+  EXPECT_EQ(error_of({"--data", "/d", "--bogus"}), "--bogus: unknown flag (see --help)");
+  EXPECT_EQ(error_of({"--data"}), "--data: missing value");
+  EXPECT_EQ(error_of({"--data", "/d", "--steps", "-3"}), "--steps: must be positive, got -3");
+  EXPECT_EQ(error_of({"--data", "/d", "--steps", "12x"}), "--steps: not an integer: '12x'");
+  EXPECT_EQ(error_of({"--data", "/d", "--time-budget", "0"}), "--time-budget: must be positive, got 0");
+  EXPECT_EQ(error_of({"--data", "/d", "--seed", "-1"}), "--seed: not a non-negative integer: '-1'");
+  EXPECT_EQ(error_of({"--data", "/d", "--check=1"}), "--check: takes no value");
+  EXPECT_EQ(error_of({}), "--data: required (the dataset directory prepare printed)");
+  EXPECT_EQ(error_of({"--data", "/d", "--dump-init", "/x"}), "--dump-init: needs --steps N");
+}
+
+TEST(TrainingClock, FirstStepsAreNotCounted) {
+  RunOptions o = parse({"--data", "/d", "--time-budget", "10"});
+  TrainingClock clock(o, 2);
+  clock.step_done(0, 100.0);
+  clock.step_done(1, 100.0);
+  EXPECT_EQ(clock.counted_seconds(), 0.0);
+  EXPECT_FALSE(clock.done(2));
+  clock.step_done(2, 4.0);
+  EXPECT_DOUBLE_EQ(clock.progress(3), 0.4);
+  EXPECT_DOUBLE_EQ(clock.remaining_seconds(), 6.0);
+  clock.step_done(3, 7.0);
+  EXPECT_TRUE(clock.done(4));
+  EXPECT_DOUBLE_EQ(clock.progress(4), 1.0);
+  EXPECT_EQ(clock.remaining_seconds(), 0.0);
+  EXPECT_GE(clock.total_seconds(), 0.0);
+}
+
+TEST(TrainingClock, FixedStepsReplaceTheBudget) {
+  RunOptions o = parse({"--data", "/d", "--steps", "4"});
+  TrainingClock clock(o, 0);
+  clock.step_done(0, 1000.0);
+  EXPECT_FALSE(clock.done(1));
+  EXPECT_DOUBLE_EQ(clock.progress(1), 0.25);
+  EXPECT_TRUE(std::isinf(clock.remaining_seconds()));
+  EXPECT_TRUE(clock.done(4));
+}
+
+TEST(Summary, FormatsTheBlockTheDaemonParses) {
+  Summary s;
+  s.val_bpb = 0.9979;
+  s.training_seconds = 300.1;
+  s.total_seconds = 325.94;
+  s.peak_vram_mb = 45060.2;
+  s.mfu_percent = 39.8;
+  s.total_tokens_m = 499.6;
+  s.num_steps = 953;
+  s.num_params_m = 50.3;
+  s.depth = 8;
+  s.time_budget = TIME_BUDGET;
+  s.eval_tokens = EVAL_TOKENS;
+  EXPECT_EQ(format_summary(s),
+            "---\n"
+            "val_bpb:          0.997900\n"
+            "training_seconds: 300.1\n"
+            "total_seconds:    325.9\n"
+            "peak_vram_mb:     45060.2\n"
+            "mfu_percent:      39.80\n"
+            "total_tokens_M:   499.6\n"
+            "num_steps:        953\n"
+            "num_params_M:     50.3\n"
+            "depth:            8\n");
+  s.time_budget = 60;
+  s.eval_tokens = 4096;
+  EXPECT_NE(format_summary(s).find("\ntime_budget:      60.0\neval_tokens:      4096\n"), std::string::npos);
+  s.fixed_steps = 874;
+  std::string fixed = format_summary(s);
+  EXPECT_NE(fixed.find("\nfixed_steps:      874\n"), std::string::npos);
+  EXPECT_EQ(fixed.find("time_budget"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace harness
