@@ -27,6 +27,7 @@ struct HistoryEntry {
   std::string description;
   std::optional<double> val_bpb;
   std::string status;           ///< kept, discarded, crash, timeout, build_fail, ...
+  bool baseline = false;        ///< the unmodified trainer, run first
 };
 
 /// Why the previous attempt failed, handed back so the next one can fix it.

@@ -1,0 +1,30 @@
+// The scripted proposer: replays edits from a JSON file, for tests and demos.
+//
+//   [ {"description": "raise the lr", "writes": [{"path": "trainer/train.cu", "content": "..."}]},
+//     {"error": "bad_edit", "message": "the model gave no edit"},
+//     ... ]
+//
+// Entry k is used for the k-th proposed experiment of the run (the number of
+// non-baseline experiments already in the history), so a restarted daemon
+// goes on where it stopped. "error" is one of bad_edit, unavailable, fatal.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "daemon/proposer.h"
+
+namespace ard {
+
+class ScriptedProposer : public Proposer {
+ public:
+  /// Reads and checks the whole script; throws std::runtime_error naming the entry.
+  explicit ScriptedProposer(const std::filesystem::path& script);
+  std::string name() const override { return "scripted"; }
+  ProposalResult propose(const ProposalContext& context) override;
+
+ private:
+  nlohmann::json entries_;
+};
+
+}  // namespace ard

@@ -1,0 +1,60 @@
+// Tests of the scripted proposer: replay by position, errors, bad scripts.
+#include "daemon/scripted_proposer.h"
+
+#include <gmock/gmock.h>
+
+#include "daemon/test_util.h"
+
+namespace ard {
+namespace {
+
+using ::testing::HasSubstr;
+
+ProposalContext with_history(int proposed) {
+  ProposalContext c;
+  HistoryEntry base;
+  base.baseline = true;
+  c.history.push_back(base);
+  for (int i = 0; i < proposed; ++i) c.history.push_back({});
+  return c;
+}
+
+TEST(ScriptedProposer, ReplaysEntriesByPosition) {
+  testing::TempDir dir;
+  testing::write_file(dir / "s.json", R"([
+    {"description": "one", "writes": [{"path": "a.cu", "content": "1"}]},
+    {"error": "bad_edit", "message": "no edit block"},
+    {"description": "three", "writes": [{"path": "a.cu", "content": "3"}, {"path": "b.cu", "content": "x"}]}
+  ])");
+  ScriptedProposer p(dir / "s.json");
+  auto r0 = p.propose(with_history(0));
+  ASSERT_TRUE(r0.ok());
+  EXPECT_EQ(r0.proposal->description, "one");
+  EXPECT_EQ(r0.proposal->writes[0].content, "1");
+  ASSERT_EQ(r0.proposal->attempts.size(), 1u);
+  EXPECT_THAT(r0.proposal->attempts[0].response, HasSubstr("\"one\""));
+  auto r1 = p.propose(with_history(1));
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.error->kind, ProposalError::Kind::kBadEdit);
+  EXPECT_EQ(r1.error->message, "no edit block");
+  EXPECT_EQ(p.propose(with_history(2)).proposal->writes.size(), 2u);
+  auto r3 = p.propose(with_history(3));
+  EXPECT_EQ(r3.error->kind, ProposalError::Kind::kExhausted);
+}
+
+TEST(ScriptedProposer, BadScriptsNameTheEntry) {
+  testing::TempDir dir;
+  testing::write_file(dir / "s.json", R"([{"description": "x", "writes": []}])");
+  try {
+    ScriptedProposer p(dir / "s.json");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("entry 1: missing writes"));
+  }
+  testing::write_file(dir / "t.json", "{");
+  EXPECT_THROW(ScriptedProposer(dir / "t.json"), std::runtime_error);
+  EXPECT_THROW(ScriptedProposer(dir / "missing.json"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace ard
