@@ -1,0 +1,28 @@
+// Causal self-attention with a sliding window, forward and backward.
+//   bf16: flash-style tiled kernels on the tensor cores (mma.sync m16n8k16),
+//         head_dim 128, seq_len a multiple of 64; deterministic (no atomics).
+//   float: plain reference kernels (any head_dim), used by the --check model.
+// Query i attends to keys j with j <= i and i - j <= window (window >= T: full
+// causal). Scores are scaled by 1/sqrt(head_dim). Grouped-query attention:
+// query head h reads kv head h / (n_head / n_kv_head).
+#pragma once
+
+#include "model/common.cuh"
+
+struct AttnShape {
+  int B, T, H, Hkv, D;
+  int window;  // max distance i - j attended
+};
+
+/// o: (B, T, H, D); lse: (B, H, T) natural-log sum of exp of the scaled scores;
+/// q: (B, T, H, D); k, v: (B, T, Hkv, D).
+template <typename T>
+void attention_forward(T* o, float* lse, const T* q, const T* k, const T* v, AttnShape s,
+                       cudaStream_t stream);
+
+/// dq: (B, T, H, D); dk, dv: (B, T, Hkv, D), overwritten.
+/// scratch: (B, H, T) floats for rowsum(dout * o).
+template <typename T>
+void attention_backward(T* dq, T* dk, T* dv, float* scratch, const T* dout, const T* o,
+                        const float* lse, const T* q, const T* k, const T* v, AttnShape s,
+                        cudaStream_t stream);

@@ -1,0 +1,257 @@
+// Kernel tests against CPU double-precision references on random inputs:
+// attention (fp32 reference kernels and bf16 flash kernels, forward and
+// backward, windows that cut through tiles), RMSNorm, rotary + QK-norm and the
+// soft-capped cross-entropy. Needs a GPU: exits 77 (skipped) without one.
+// Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels 2e-2 / 3e-2.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "model/attention.cuh"
+#include "model/layers.cuh"
+#include "model/params.cuh"
+
+namespace {
+
+std::mt19937_64 rng(1234);
+int failures = 0;
+
+std::vector<float> randn(long n, float scale = 1.f) {
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = host_bf16_round(scale * d(rng));  // exact in bf16 too
+  return v;
+}
+
+template <typename T>
+struct Dev {  // device copy of a host float vector, as T
+  T* p = nullptr;
+  long n;
+  explicit Dev(long count) : n(count) { cudaCheck(cudaMalloc(&p, sizeof(T) * std::max(count, 1L))); }
+  explicit Dev(const std::vector<float>& h) : Dev(long(h.size())) {
+    std::vector<T> t(n);
+    for (long i = 0; i < n; i++) t[i] = T(h[i]);
+    cudaCheck(cudaMemcpy(p, t.data(), sizeof(T) * n, cudaMemcpyHostToDevice));
+  }
+  ~Dev() { cudaFree(p); }
+  std::vector<float> get() const {
+    std::vector<T> t(n);
+    cudaCheck(cudaMemcpy(t.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost));
+    std::vector<float> h(n);
+    for (long i = 0; i < n; i++) h[i] = float(t[i]);
+    return h;
+  }
+};
+
+void expect_close(const char* what, const std::vector<float>& got, const std::vector<double>& ref, double tol) {
+  double num = 0, den = 0;
+  bool finite = true;
+  for (size_t i = 0; i < ref.size(); i++) {
+    finite = finite && std::isfinite(got[i]);
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  double e = std::sqrt(num / std::max(den, 1e-300));
+  bool ok = finite && e <= tol;
+  std::printf("%-44s rel err %.3e (tol %.0e) %s\n", what, e, tol, ok ? "ok" : "FAILED");
+  if (!ok) failures++;
+}
+
+struct AttnRef {
+  std::vector<double> o, lse, dq, dk, dv;
+};
+
+AttnRef cpu_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                      const std::vector<float>& dout, AttnShape s) {
+  AttnRef r{std::vector<double>(q.size()), std::vector<double>(long(s.B) * s.H * s.T),
+            std::vector<double>(q.size()), std::vector<double>(k.size()), std::vector<double>(k.size())};
+  const double scale = 1.0 / std::sqrt(double(s.D));
+  std::vector<double> p(s.T), dp(s.T);
+  for (int b = 0; b < s.B; b++)
+    for (int h = 0; h < s.H; h++)
+      for (int i = 0; i < s.T; i++) {
+        const int hk = h / (s.H / s.Hkv), j0 = std::max(0, i - s.window);
+        auto Q = [&](int d) { return double(q[((long(b) * s.T + i) * s.H + h) * s.D + d]); };
+        auto kidx = [&](int j, int d) { return ((long(b) * s.T + j) * s.Hkv + hk) * s.D + d; };
+        auto oidx = [&](int d) { return ((long(b) * s.T + i) * s.H + h) * s.D + d; };
+        double mx = -1e300;
+        for (int j = j0; j <= i; j++) {
+          double acc = 0;
+          for (int d = 0; d < s.D; d++) acc += Q(d) * k[kidx(j, d)];
+          p[j] = acc * scale;
+          mx = std::max(mx, p[j]);
+        }
+        double sum = 0;
+        for (int j = j0; j <= i; j++) sum += (p[j] = std::exp(p[j] - mx));
+        for (int j = j0; j <= i; j++) p[j] /= sum;
+        r.lse[(long(b) * s.H + h) * s.T + i] = mx + std::log(sum);
+        double delta = 0;
+        for (int d = 0; d < s.D; d++) {
+          double acc = 0;
+          for (int j = j0; j <= i; j++) acc += p[j] * v[kidx(j, d)];
+          r.o[oidx(d)] = acc;
+          delta += acc * dout[oidx(d)];
+        }
+        for (int j = j0; j <= i; j++) {
+          double acc = 0;
+          for (int d = 0; d < s.D; d++) acc += double(dout[oidx(d)]) * v[kidx(j, d)];
+          dp[j] = p[j] * (acc - delta);  // dS
+        }
+        for (int d = 0; d < s.D; d++) {
+          double acc = 0;
+          for (int j = j0; j <= i; j++) {
+            acc += dp[j] * k[kidx(j, d)];
+            r.dk[kidx(j, d)] += scale * dp[j] * Q(d);
+            r.dv[kidx(j, d)] += p[j] * dout[oidx(d)];
+          }
+          r.dq[oidx(d)] = scale * acc;
+        }
+      }
+  return r;
+}
+
+template <typename T>
+void test_attention(AttnShape s, double tol_fwd, double tol_bwd) {
+  const long nq = long(s.B) * s.T * s.H * s.D, nk = long(s.B) * s.T * s.Hkv * s.D;
+  auto q = randn(nq, 1.5f), k = randn(nk, 1.5f), v = randn(nk), dout = randn(nq);
+  AttnRef ref = cpu_attention(q, k, v, dout, s);
+  Dev<T> dq_(q), dk_(k), dv_(v), ddo(dout), o(nq), gq(nq), gk(nk), gv(nk);
+  Dev<float> lse(long(s.B) * s.H * s.T), scratch(long(s.B) * s.H * s.T);
+  attention_forward<T>(o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
+  attention_backward<T>(gq.p, gk.p, gv.p, scratch.p, ddo.p, o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
+  cudaCheck(cudaDeviceSynchronize());
+  char name[128];
+  const char* type = sizeof(T) == 4 ? "fp32" : "bf16";
+  auto label = [&](const char* what) {
+    std::snprintf(name, sizeof name, "attention %s %s T=%d H=%d/%d w=%d", type, what, s.T, s.H, s.Hkv, s.window);
+    return name;
+  };
+  expect_close(label("out"), o.get(), ref.o, tol_fwd);
+  expect_close(label("lse"), lse.get(), ref.lse, 1e-4);
+  expect_close(label("dq"), gq.get(), ref.dq, tol_bwd);
+  expect_close(label("dk"), gk.get(), ref.dk, tol_bwd);
+  expect_close(label("dv"), gv.get(), ref.dv, tol_bwd);
+}
+
+template <typename T>
+void test_rmsnorm(double tol) {
+  const int N = 300, C = 512;
+  auto x = randn(long(N) * C, 3.f), dy = randn(long(N) * C), res = randn(long(N) * C);
+  std::vector<double> y(x.size()), dx(x.size());
+  const float eps = 0.0078125f;
+  for (int r = 0; r < N; r++) {
+    double ss = 0, dot = 0;
+    for (int c = 0; c < C; c++) ss += double(x[r * C + c]) * x[r * C + c];
+    double rs = 1.0 / std::sqrt(ss / C + eps);
+    for (int c = 0; c < C; c++) dot += dy[r * C + c] * x[r * C + c] * rs;
+    for (int c = 0; c < C; c++) {
+      y[r * C + c] = x[r * C + c] * rs;
+      dx[r * C + c] = res[r * C + c] + rs * (dy[r * C + c] - x[r * C + c] * rs * dot / C);
+    }
+  }
+  Dev<T> dX(x), dY(long(N) * C), dDY(dy), dDX(res);
+  Dev<float> rstd(N);
+  rmsnorm_forward<T>(dY.p, rstd.p, dX.p, N, C, eps, nullptr);
+  rmsnorm_backward<T>(dDX.p, dDX.p, dDY.p, dX.p, rstd.p, N, C, nullptr);
+  expect_close(sizeof(T) == 4 ? "rmsnorm fp32 forward" : "rmsnorm bf16 forward", dY.get(), y, tol);
+  expect_close(sizeof(T) == 4 ? "rmsnorm fp32 backward" : "rmsnorm bf16 backward", dDX.get(), dx, tol);
+}
+
+template <typename T>
+void test_rope_qknorm(double tol) {
+  const int Tn = 64, heads = 3, D = 128, rows = 2 * Tn, half = D / 2;
+  auto x = randn(long(rows) * heads * D, 2.f), dout = randn(long(rows) * heads * D);
+  std::vector<float> cs(size_t(Tn) * D);
+  for (int t = 0; t < Tn; t++)
+    for (int f = 0; f < half; f++) {
+      double a = t / std::pow(10000.0, 2.0 * f / D);
+      cs[t * half + f] = float(std::cos(a));
+      cs[Tn * half + t * half + f] = float(std::sin(a));
+    }
+  std::vector<double> out(x.size()), din(x.size());
+  const double eps = 0.0078125;
+  for (long w = 0; w < long(rows) * heads; w++) {
+    int pos = int((w / heads) % Tn);
+    std::vector<double> y(D);
+    double ss = 0;
+    for (int f = 0; f < half; f++) {
+      double x1 = x[w * D + f], x2 = x[w * D + f + half], c = cs[pos * half + f], s = cs[Tn * half + pos * half + f];
+      y[f] = x1 * c + x2 * s;
+      y[f + half] = -x1 * s + x2 * c;
+    }
+    for (double e : y) ss += e * e;
+    double rs = 1.0 / std::sqrt(ss / D + eps), dot = 0;
+    for (int d = 0; d < D; d++) dot += dout[w * D + d] * y[d] * rs;
+    std::vector<double> g(D);
+    for (int d = 0; d < D; d++) {
+      out[w * D + d] = y[d] * rs;
+      g[d] = rs * (dout[w * D + d] - y[d] * rs * dot / D);
+    }
+    for (int f = 0; f < half; f++) {
+      double c = cs[pos * half + f], s = cs[Tn * half + pos * half + f];
+      din[w * D + f] = g[f] * c - g[f + half] * s;
+      din[w * D + f + half] = g[f] * s + g[f + half] * c;
+    }
+  }
+  Dev<T> dX(x), dO(long(x.size())), dG(dout), dI(long(x.size()));
+  Dev<float> rstd(long(rows) * heads), dcs(cs);
+  rope_qknorm_forward<T>(dO.p, rstd.p, dX.p, dcs.p, rows, Tn, heads, D, float(eps), nullptr);
+  rope_qknorm_backward<T>(dI.p, dG.p, dO.p, rstd.p, dcs.p, rows, Tn, heads, D, nullptr);
+  expect_close(sizeof(T) == 4 ? "rope+qknorm fp32 forward" : "rope+qknorm bf16 forward", dO.get(), out, tol);
+  expect_close(sizeof(T) == 4 ? "rope+qknorm fp32 backward" : "rope+qknorm bf16 backward", dI.get(), din, tol);
+}
+
+template <typename T>
+void test_cross_entropy(double tol) {
+  const int N = 64, V = 8192;
+  const float cap = 15.f, dscale = 1.f / N;
+  auto logits = randn(long(N) * V, 10.f);
+  std::vector<int> tgt(N);
+  for (auto& t : tgt) t = int(rng() % V);
+  std::vector<double> loss(N), grad(logits.size());
+  for (int r = 0; r < N; r++) {
+    double mx = -1e300, se = 0;
+    for (int i = 0; i < V; i++) mx = std::max(mx, double(cap * std::tanh(logits[r * V + i] / cap)));
+    for (int i = 0; i < V; i++) se += std::exp(cap * std::tanh(logits[r * V + i] / cap) - mx);
+    double lse = mx + std::log(se);
+    loss[r] = lse - cap * std::tanh(logits[r * V + tgt[r]] / cap);
+    for (int i = 0; i < V; i++) {
+      double th = std::tanh(logits[r * V + i] / cap);
+      grad[r * V + i] = dscale * (std::exp(cap * th - lse) - (i == tgt[r])) * (1 - th * th);
+    }
+  }
+  Dev<float> dl(logits), dloss(N);
+  Dev<T> dgrad(long(N) * V);
+  int* dt = nullptr;
+  cudaCheck(cudaMalloc(&dt, N * sizeof(int)));
+  cudaCheck(cudaMemcpy(dt, tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice));
+  softcap_cross_entropy<T>(dgrad.p, dloss.p, dl.p, dt, N, V, cap, dscale, nullptr);
+  expect_close(sizeof(T) == 4 ? "softcap CE fp32 losses" : "softcap CE bf16 losses", dloss.get(), loss, 1e-5);
+  expect_close(sizeof(T) == 4 ? "softcap CE fp32 dlogits" : "softcap CE bf16 dlogits", dgrad.get(), grad, tol);
+  cudaFree(dt);
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: kernel tests skipped\n");
+    return 77;
+  }
+  // windows that cut through 64-wide tiles, full causal, grouped-query heads
+  for (AttnShape s : {AttnShape{1, 192, 2, 1, 128, 70}, AttnShape{2, 128, 2, 2, 128, 128},
+                      AttnShape{1, 256, 4, 2, 128, 64}}) {
+    test_attention<float>(s, 1e-4, 1e-4);
+    test_attention<bf16>(s, 2e-2, 3e-2);
+  }
+  test_rmsnorm<float>(1e-5);
+  test_rmsnorm<bf16>(1e-2);
+  test_rope_qknorm<float>(1e-5);
+  test_rope_qknorm<bf16>(1e-2);
+  test_cross_entropy<float>(1e-5);
+  test_cross_entropy<bf16>(1e-2);
+  std::printf(failures ? "kernel tests: %d FAILED\n" : "kernel tests: all passed\n", failures);
+  return failures ? 1 : 0;
+}

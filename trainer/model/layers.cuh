@@ -1,0 +1,86 @@
+// The memory-bound layers of the model, forward and backward: token batches,
+// embeddings, RMSNorm, the residual/x0 mix, rotary + QK-norm, value-embedding
+// gates, relu², the soft-capped cross-entropy, casts and reductions.
+// Templated on the activation type T: float (the --check model) or bf16.
+// Reductions are in a fixed order, so a run is reproducible bit for bit.
+#pragma once
+
+#include <cstdint>
+
+#include "model/common.cuh"
+
+/// rows (B, T+1) -> inputs (B*T,) = rows[:, :T], targets (B*T,) = rows[:, 1:].
+void split_rows(int* inputs, int* targets, const uint16_t* rows, int B, int T, cudaStream_t st);
+
+/// out (N, C) = table[tok[n]] (table (V, C)).
+template <typename T>
+void embedding_forward(T* out, const int* tok, const T* table, int N, int C, cudaStream_t st);
+
+/// Positions grouped by token (host-built, see TokenIndex): dtable[tok] += sum of dout rows.
+struct TokenIndex {
+  const int* unique_tokens;  // (U,)
+  const int* offsets;        // (U+1,) into positions
+  const int* positions;      // (N,) row indices sorted by token, ascending within a token
+  int U;
+};
+template <typename T>
+void embedding_backward(float* dtable, const T* dout, TokenIndex idx, int C, cudaStream_t st);
+
+/// y = x * rstd, rstd = rsqrt(mean(x²) + eps) per row of C. rstd: (N,).
+template <typename T>
+void rmsnorm_forward(T* y, float* rstd, const T* x, int N, int C, float eps, cudaStream_t st);
+/// dx = (dres ? dres : 0) + rstd * (dy - y * mean(dy * y)); dx may alias dres.
+template <typename T>
+void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float* rstd, int N, int C,
+                      cudaStream_t st);
+
+/// out = lam_r[0] * x + lam_0[0] * x0 (lambdas on the device, one layer's entries).
+template <typename T>
+void residual_mix_forward(T* out, const T* x, const T* x0, const float* lam_r, const float* lam_0,
+                          long n, cudaStream_t st);
+/// dx = lam_r * dout (dx may alias dout); dx0 += lam_0 * dout;
+/// dlam_r[0] += sum(dout * x); dlam_0[0] += sum(dout * x0). partials: (2 * 1024,) floats.
+template <typename T>
+void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
+                           const T* dout, const T* x, const T* x0, const float* lam_r,
+                           const float* lam_0, long n, cudaStream_t st);
+
+/// Per (row, head): out = rmsnorm(rope(in)) over D; rows are B*T tokens, position = row % T.
+/// cos_sin: (T, D/2) cos then (T, D/2) sin. rstd: (rows * heads,).
+template <typename T>
+void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin, int rows, int seq_len,
+                         int heads, int D, float eps, cudaStream_t st);
+/// din = ropeᵀ(rmsnorm_backward(dout)) using the normalized output `out`.
+template <typename T>
+void rope_qknorm_backward(T* din, const T* dout, const T* out, const float* rstd,
+                          const float* cos_sin, int rows, int seq_len, int heads, int D, cudaStream_t st);
+
+/// v (N, Hkv*D) += 2 * sigmoid(logits (N, Hkv)) * ve_table[tok[n]].
+template <typename T>
+void ve_gate_forward(T* v, const T* logits, const T* ve_table, const int* tok, int N, int Hkv, int D,
+                     cudaStream_t st);
+/// dlogits (N, Hkv) and dve (N, Hkv*D) (per position, before the table scatter) from dv.
+template <typename T>
+void ve_gate_backward(T* dlogits, T* dve, const T* dv, const T* logits, const T* ve_table,
+                      const int* tok, int N, int Hkv, int D, cudaStream_t st);
+
+/// a = relu(h)²; backward: dh = da * 2 relu(h), in place over da.
+template <typename T>
+void relu2_forward(T* a, const T* h, long n, cudaStream_t st);
+template <typename T>
+void relu2_backward(T* dh, const T* h, long n, cudaStream_t st);
+
+/// Per row of V logits: z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target].
+/// With dlogits: dlogits = dscale * (softmax(z) - onehot) * (1 - (z/cap)²).
+template <typename T>
+void softcap_cross_entropy(T* dlogits, float* losses, const float* logits, const int* targets, int N,
+                           int V, float cap, float dscale, cudaStream_t st);
+
+/// out = float -> T (the bf16 shadows of the fp32 weights).
+template <typename T>
+void cast_from_float(T* out, const float* in, long n, cudaStream_t st);
+/// out[0] += sum(in[0..n)) in a fixed order (one block).
+void sum_into(float* out, const float* in, long n, cudaStream_t st);
+/// out = a + b.
+template <typename T>
+void add(T* out, const T* a, const T* b, long n, cudaStream_t st);
