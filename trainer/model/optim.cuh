@@ -98,7 +98,7 @@ class MuonGroup {
   int rows() const { return rows_; }
   int cols() const { return cols_; }
   /// sqrt(max(1, rows / cols)): the factor step() applies to h.lr.
-  float lr_scale() const;
+  double lr_scale() const;
   /// Length of each matrix's second-moment vector: rows if rows >= cols, else cols.
   int moment_len() const { return rows_ >= cols_ ? rows_ : cols_; }
   /// Device bytes this group holds (state and workspaces), for peak-memory reports.
