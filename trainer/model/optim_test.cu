@@ -410,10 +410,12 @@ void test_muon_deterministic(cublasHandle_t blas) {
   const std::vector<float> p = uniform(n, 0.05);
   const std::vector<float> g1 = normal(n, 1e-3), g2 = normal(n, 1e-3);
   std::vector<float> results[2], moments[2];
+  bool grads_kept = true;
   for (int run = 0; run < 2; run++) {
     MuonGroup group(count, rows, cols);
     DeviceArray<float> dp(p), dg(g1);
     group.step(blas, dp.ptr, dg.ptr, {0.04f, 0.85f, 0.2f, 0.95f});
+    grads_kept = grads_kept && dg.get() == g1;
     dg.put(g2);
     group.step(blas, dp.ptr, dg.ptr, {0.04f, 0.86f, 0.2f, 0.95f});
     results[run] = dp.get();
@@ -423,6 +425,7 @@ void test_muon_deterministic(cublasHandle_t blas) {
                     std::memcmp(moments[0].data(), moments[1].data(), moments[0].size() * sizeof(float)) == 0;
   report(same,
          "muon: two identical runs are bitwise equal", "");
+  report(grads_kept, "muon: gradients are left unchanged", "");
 }
 
 void test_muon_shapes(cublasHandle_t blas) {
