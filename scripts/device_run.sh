@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (the device tool runs it in the repository root):
+#   scripts/device_run.sh check    kernel tests, train --check, prepare, tokenizer check,
+#                                  a 20-step run with --dump-init and the PyTorch twin
+#   scripts/device_run.sh fixed    prepare, then the fixed-step run (--steps 874)
+#   scripts/device_run.sh budget   prepare, then the default 300-second run
+#   scripts/device_run.sh steps N  prepare, then a run of N steps (throughput)
+# Expects, carried in .device/ (git-ignored): bin/{train,kernels_test,optim_test,prepare}
+# built here for sm_90 (scripts/device_stage.sh), corpus/{train,val}.jsonl.xz.
+# Falls back to building the trainer there when the carried binaries do not start.
+# Logs go to $OUT (they come back with the call).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/device_out}
+mkdir -p "$OUT"
+export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
+MODE=${1:-check}
+BIN=.device/bin
+section() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+section "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
+if ! "$BIN/train" --help >/dev/null 2>&1; then
+  section "carried train does not start here; building"
+  cmake -S trainer -B /tmp/bt -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null &&
+    cmake --build /tmp/bt -j16 --target train kernels_test || exit 1
+  BIN=/tmp/bt
+fi
+
+prepare_data() {
+  section "prepare"
+  local t0=$SECONDS
+  .device/bin/prepare --train .device/corpus/train.jsonl.xz --val .device/corpus/val.jsonl.xz \
+    --cache /tmp/cache --threads 16 > "$OUT/prepare.log" 2>&1 || { tail -5 "$OUT/prepare.log"; exit 1; }
+  tail -3 "$OUT/prepare.log"
+  DATA=$(tail -1 "$OUT/prepare.log" | sed 's/^data_dir: //')
+  echo "prepare took $((SECONDS - t0)) s; data: $DATA"
+}
+
+case "$MODE" in
+  check)
+    section "kernel tests"
+    "$BIN/kernels_test" 2>&1 | tee "$OUT/kernels_test.log" | tail -40
+    if [ -x "$BIN/optim_test" ]; then section "optimizer tests"; "$BIN/optim_test" 2>&1 | tee "$OUT/optim_test.log" | tail -20; fi
+    section "train --check"
+    "$BIN/train" --check > "$OUT/check.log" 2>&1; echo "check rc=$?"; tail -30 "$OUT/check.log"
+    prepare_data
+    if [ -f tests/tiktoken_check.py ]; then
+      section "tokenizer check"
+      timeout 120 python3 tests/tiktoken_check.py --data "$DATA" --val .device/corpus/val.jsonl.xz 2>&1 | tail -10
+    fi
+    section "20 steps with --dump-init"
+    "$BIN/train" --data "$DATA" --steps 20 --dump-init /tmp/dump > "$OUT/twin_train.log" 2>&1
+    echo "train rc=$?"; tail -36 "$OUT/twin_train.log"
+    section "memcheck of the kernel tests"
+    timeout 120 compute-sanitizer --tool memcheck "$BIN/kernels_test" 2>&1 | tail -8
+    if [ -f tests/torch_twin.py ]; then
+      section "PyTorch twin"
+      timeout 240 python3 tests/torch_twin.py /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -40
+    fi
+    ;;
+  fixed)
+    prepare_data
+    section "train --steps 874"
+    "$BIN/train" --data "$DATA" --steps 874 > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
+    head -3 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log"; tail -16 "$OUT/fixed.log"
+    ;;
+  budget)
+    prepare_data
+    section "train (default 300 s budget)"
+    "$BIN/train" --data "$DATA" > "$OUT/budget.log" 2>&1; echo "train rc=$?"
+    head -3 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log"; tail -16 "$OUT/budget.log"
+    ;;
+  steps)
+    prepare_data
+    section "train --steps ${2:-30}"
+    "$BIN/train" --data "$DATA" --steps "${2:-30}" > "$OUT/steps.log" 2>&1; echo "train rc=$?"
+    tail -30 "$OUT/steps.log"
+    ;;
+  *) echo "unknown mode $MODE"; exit 2 ;;
+esac
+section "done"

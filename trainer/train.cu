@@ -1,0 +1,530 @@
+// Single-GPU GPT pretraining: hyperparameters, the model's wiring (forward and
+// backward over the kernels of model/), the optimizer set-up, the schedules
+// and the training loop. The harness (harness/) owns the data, the time
+// budget, the evaluation and the summary; this file is what experiments edit.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness/constants.h"
+#include "harness/dataset.h"
+#include "harness/eval.h"
+#include "harness/loader.h"
+#include "harness/run_options.h"
+#include "model/attention.cuh"
+#include "model/batch_stager.cuh"
+#include "model/layers.cuh"
+#include "model/matmul.cuh"
+#include "model/optim.cuh"
+#include "model/params.cuh"
+#include "model/twin_dump.cuh"
+#include "model/gradcheck.cuh"
+
+// ---- hyperparameters (one per line; the offline proposer edits these) ----
+constexpr int DEPTH = 8;                      // transformer layers; model_dim derives from it
+constexpr int ASPECT_RATIO = 64;              // model_dim = DEPTH * this, rounded up to HEAD_DIM
+constexpr int HEAD_DIM = 128;                 // channels per attention head
+constexpr int KV_HEAD_RATIO = 1;              // query heads per kv head (grouped-query attention)
+constexpr int MLP_RATIO = 4;                  // MLP width over model_dim
+constexpr int SHORT_WINDOW = 1024;            // keys before the query seen by an S layer
+constexpr int VE_GATE_CHANNELS = 32;          // channels of x that drive the value-embedding gate
+constexpr float SOFTCAP = 15.0f;              // logits = SOFTCAP * tanh(logits / SOFTCAP)
+constexpr double ROPE_BASE = 10000.0;         // rotary embedding base
+constexpr float X0_LAMBDA_INIT = 0.1f;        // initial weight of x0 in every layer's input
+constexpr long TOTAL_BATCH_TOKENS = 524288;   // tokens per optimizer step (2^19)
+constexpr int DEVICE_BATCH_ROWS = 128;        // rows of MAX_SEQ_LEN per forward/backward
+constexpr float EMBEDDING_LR = 0.6f;          // AdamW lr of wte and value embeddings
+constexpr float UNEMBEDDING_LR = 0.004f;      // AdamW lr of lm_head
+constexpr float RESID_LAMBDA_LR = 0.005f;     // AdamW lr of resid_lambdas
+constexpr float X0_LAMBDA_LR = 0.5f;          // AdamW lr of x0_lambdas
+constexpr float ADAM_BETA1 = 0.8f;            // AdamW beta1
+constexpr float ADAM_BETA2 = 0.95f;           // AdamW beta2
+constexpr float X0_LAMBDA_BETA1 = 0.96f;      // AdamW beta1 of x0_lambdas
+constexpr float ADAM_EPS = 1e-10f;            // AdamW epsilon
+constexpr float MATRIX_LR = 0.04f;            // Muon lr (times sqrt(max(1, rows/cols)))
+constexpr float MUON_MOMENTUM_START = 0.85f;  // Muon momentum at step 0
+constexpr float MUON_MOMENTUM_END = 0.95f;    // Muon momentum after the ramp
+constexpr int MUON_MOMENTUM_STEPS = 300;      // steps of the linear momentum ramp
+constexpr float MUON_BETA2 = 0.95f;           // NorMuon second-moment EMA
+constexpr float WEIGHT_DECAY = 0.2f;          // cautious weight decay of Muon, times (1 - progress)
+constexpr double WARMUP_RATIO = 0.0;          // fraction of the budget with linear lr warm-up
+constexpr double WARMDOWN_RATIO = 0.5;        // fraction of the budget with linear lr warm-down
+constexpr double FINAL_LR_FRAC = 0.0;         // lr multiplier at the end of the warm-down
+
+#define HYPERPARAMETER(x) {#x, double(x)}
+const std::vector<std::pair<const char*, double>> HYPERPARAMETERS = {
+    HYPERPARAMETER(DEPTH), HYPERPARAMETER(ASPECT_RATIO), HYPERPARAMETER(HEAD_DIM),
+    HYPERPARAMETER(KV_HEAD_RATIO), HYPERPARAMETER(MLP_RATIO), HYPERPARAMETER(SHORT_WINDOW),
+    HYPERPARAMETER(VE_GATE_CHANNELS), HYPERPARAMETER(SOFTCAP), HYPERPARAMETER(ROPE_BASE),
+    HYPERPARAMETER(X0_LAMBDA_INIT), HYPERPARAMETER(TOTAL_BATCH_TOKENS),
+    HYPERPARAMETER(DEVICE_BATCH_ROWS), HYPERPARAMETER(EMBEDDING_LR), HYPERPARAMETER(UNEMBEDDING_LR),
+    HYPERPARAMETER(RESID_LAMBDA_LR), HYPERPARAMETER(X0_LAMBDA_LR), HYPERPARAMETER(ADAM_BETA1),
+    HYPERPARAMETER(ADAM_BETA2), HYPERPARAMETER(X0_LAMBDA_BETA1), HYPERPARAMETER(ADAM_EPS),
+    HYPERPARAMETER(MATRIX_LR), HYPERPARAMETER(MUON_MOMENTUM_START), HYPERPARAMETER(MUON_MOMENTUM_END),
+    HYPERPARAMETER(MUON_MOMENTUM_STEPS), HYPERPARAMETER(MUON_BETA2), HYPERPARAMETER(WEIGHT_DECAY),
+    HYPERPARAMETER(WARMUP_RATIO), HYPERPARAMETER(WARMDOWN_RATIO), HYPERPARAMETER(FINAL_LR_FRAC)};
+
+// ---- model configuration: one dial (depth) drives the rest ----
+struct Config {
+  int depth, dim, n_head, n_kv_head, head_dim, vocab, seq_len, short_window;
+  std::string window_pattern = "SSSL";
+  int window(int layer) const {  // last layer always long
+    bool is_long = layer == depth - 1 || window_pattern[layer % window_pattern.size()] == 'L';
+    return is_long ? seq_len : short_window;
+  }
+  bool has_ve(int layer) const { return layer % 2 == (depth - 1) % 2; }
+  int kv_dim() const { return n_kv_head * head_dim; }
+};
+
+Config config_for_depth(int depth) {
+  int dim = (depth * ASPECT_RATIO + HEAD_DIM - 1) / HEAD_DIM * HEAD_DIM;
+  int heads = dim / HEAD_DIM;
+  return {depth, dim, heads, heads / KV_HEAD_RATIO, HEAD_DIM, harness::VOCAB_SIZE,
+          harness::MAX_SEQ_LEN, SHORT_WINDOW};
+}
+
+constexpr float NORM_EPS = 0.0078125f;  // bf16 machine epsilon, as RMSNorm on the bf16 stream uses
+
+// ---- the model: parameters, saved activations, forward and backward ----
+template <typename T>
+struct GPT {
+  struct Layer {
+    int c_q, c_k, c_v, c_proj, ve_gate = -1, ve = -1, c_fc, mlp_proj;
+    T *x, *xm, *n1, *q, *k, *v, *gate, *att, *xa, *n2, *h;  // saved for backward
+    float *rstd1, *rstd2, *qrstd, *krstd, *lse;
+  };
+  Config c;
+  int B;
+  long N;  // tokens per micro-batch
+  cudaStream_t st;
+  Blas blas;
+  DeviceArena arena;
+  Params<T> p;
+  int wte, lm_head, resid, x0l;
+  std::vector<Layer> L;
+  float* cos_sin;      // (T, D/2) cos, (T, D/2) sin
+  T *emb, *x0, *xf;    // (N, C)
+  float *rstd0, *rstdf, *logits, *losses, *partials, *delta;
+  T *dlogits, *a, *qraw, *kraw, *dX, *dx0, *dn, *dq, *dk, *dv, *dqraw, *dkraw, *dve, *dgate, *dh;
+
+  GPT(Config cfg, int batch_rows, cudaStream_t stream)
+      : c(cfg), B(batch_rows), N(long(batch_rows) * cfg.seq_len), st(stream), blas(stream) {
+    const int C = c.dim, KV = c.kv_dim(), HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim;
+    wte = p.add("wte", {c.vocab, C}, Group::Embedding);
+    lm_head = p.add("lm_head", {c.vocab, C}, Group::LmHead);
+    resid = p.add("resid_lambdas", {c.depth}, Group::ResidLambda);
+    x0l = p.add("x0_lambdas", {c.depth}, Group::X0Lambda);
+    L.resize(c.depth);
+    for (int i = 0; i < c.depth; i++) {
+      std::string b = "blocks." + std::to_string(i);
+      if (c.has_ve(i)) L[i].ve = p.add("value_embeds." + std::to_string(i), {c.vocab, KV}, Group::Embedding);
+      L[i].c_q = p.add(b + ".attn.c_q", {HD, C}, Group::Matrix);
+      L[i].c_k = p.add(b + ".attn.c_k", {KV, C}, Group::Matrix);
+      L[i].c_v = p.add(b + ".attn.c_v", {KV, C}, Group::Matrix);
+      L[i].c_proj = p.add(b + ".attn.c_proj", {C, HD}, Group::Matrix);
+      if (c.has_ve(i)) L[i].ve_gate = p.add(b + ".attn.ve_gate", {c.n_kv_head, VE_GATE_CHANNELS}, Group::Matrix);
+      L[i].c_fc = p.add(b + ".mlp.c_fc", {F, C}, Group::Matrix);
+      L[i].mlp_proj = p.add(b + ".mlp.c_proj", {C, F}, Group::Matrix);
+    }
+    p.allocate(arena);
+    auto A = [&](long n) { return arena.alloc<T>(n); };
+    auto Af = [&](long n) { return arena.alloc<float>(n); };
+    for (int i = 0; i < c.depth; i++) {
+      Layer& l = L[i];
+      l.x = i == 0 ? nullptr : A(N * C);  // layer 0 reads x0
+      l.xm = A(N * C), l.n1 = A(N * C), l.q = A(N * HD), l.k = A(N * KV), l.v = A(N * KV);
+      l.gate = c.has_ve(i) ? A(N * c.n_kv_head) : nullptr;
+      l.att = A(N * HD), l.xa = A(N * C), l.n2 = A(N * C), l.h = A(N * F);
+      l.rstd1 = Af(N), l.rstd2 = Af(N), l.qrstd = Af(N * c.n_head), l.krstd = Af(N * c.n_kv_head);
+      l.lse = Af(N * c.n_head);
+    }
+    emb = A(N * C), x0 = A(N * C), xf = A(N * C);
+    L[0].x = x0;
+    xlast = A(N * C);
+    rstd0 = Af(N), rstdf = Af(N), logits = Af(N * c.vocab), losses = Af(N), partials = Af(2048);
+    delta = Af(N * c.n_head);
+    dlogits = A(N * c.vocab), a = A(N * F), dh = A(N * F);
+    qraw = A(N * HD), kraw = A(N * KV), dqraw = A(N * HD), dkraw = A(N * KV);
+    dX = A(N * C), dx0 = A(N * C), dn = A(N * C), dq = A(N * HD), dk = A(N * KV), dv = A(N * KV);
+    dve = A(N * KV), dgate = A(N * c.n_kv_head);
+    // rotary tables
+    std::vector<float> cs(size_t(c.seq_len) * c.head_dim);
+    const int half = c.head_dim / 2;
+    for (int t = 0; t < c.seq_len; t++)
+      for (int f = 0; f < half; f++) {
+        double ang = t / std::pow(ROPE_BASE, 2.0 * f / c.head_dim);
+        cs[size_t(t) * half + f] = float(std::cos(ang));
+        cs[size_t(c.seq_len) * half + size_t(t) * half + f] = float(std::sin(ang));
+      }
+    cos_sin = Af(cs.size());
+    cudaCheck(cudaMemcpy(cos_sin, cs.data(), cs.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  T* xlast;  // (N, C) output of the last layer
+
+  AttnShape attn_shape(int i) const { return {B, c.seq_len, c.n_head, c.n_kv_head, c.head_dim, c.window(i)}; }
+
+  /// The initial weights (issue: embedding N(0,1), lm_head N(0,0.001), q/k/v/c_fc and value
+  /// embeddings uniform(±sqrt(3/dim)), output projections and gates zero, lambdas 1 and 0.1).
+  void init(unsigned long seed) {
+    std::mt19937_64 rng(seed);
+    const float bound = std::sqrt(3.0f) / std::sqrt(float(c.dim));
+    std::vector<float> master(p.n_master, 0.f), embed(p.n_embed);
+    for (auto& t : p.info) {
+      std::vector<float> v(t.numel(), 0.f);
+      std::normal_distribution<float> normal(0.f, 1.f);
+      std::uniform_real_distribution<float> uni(-bound, bound);
+      if (t.name == "wte") for (auto& x : v) x = normal(rng);
+      else if (t.name == "lm_head") for (auto& x : v) x = 0.001f * normal(rng);
+      else if (t.name == "resid_lambdas") std::fill(v.begin(), v.end(), 1.0f);
+      else if (t.name == "x0_lambdas") std::fill(v.begin(), v.end(), X0_LAMBDA_INIT);
+      else if (t.name.find("c_proj") != std::string::npos || t.name.find("ve_gate") != std::string::npos) {}
+      else for (auto& x : v) x = uni(rng);  // c_q, c_k, c_v, c_fc, value_embeds
+      if (t.embed) std::copy(v.begin(), v.end(), embed.begin() + t.offset);
+      else std::copy(v.begin(), v.end(), master.begin() + t.offset);
+    }
+    upload(master, embed);
+  }
+  /// Sets every weight from host values (embeddings rounded to T).
+  void upload(const std::vector<float>& master, const std::vector<float>& embed) {
+    cudaCheck(cudaMemcpy(p.master, master.data(), master.size() * 4, cudaMemcpyHostToDevice));
+    std::vector<T> e(embed.size());
+    for (size_t i = 0; i < e.size(); i++) {
+      if constexpr (std::is_same_v<T, float>) e[i] = embed[i];
+      else e[i] = __float2bfloat16(embed[i]);
+    }
+    cudaCheck(cudaMemcpy(p.embed, e.data(), e.size() * sizeof(T), cudaMemcpyHostToDevice));
+    refresh_shadow();
+  }
+  void refresh_shadow() {
+    if constexpr (!std::is_same_v<T, float>) cast_from_float(p.shadow, p.master, p.n_master, st);
+  }
+  void zero_grads() { cudaCheck(cudaMemsetAsync(p.grads, 0, p.count() * sizeof(float), st)); }
+
+  /// Forward over one micro-batch; per-token losses into `losses`. With grad_scale > 0 also
+  /// d(loss)/d(logits) * grad_scale into dlogits, ready for backward().
+  void forward(const int* inp, const int* tgt, float grad_scale) {
+    const int C = c.dim, KV = c.kv_dim(), HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim;
+    embedding_forward(emb, inp, p.e(wte), N, C, st);
+    rmsnorm_forward(x0, rstd0, emb, N, C, NORM_EPS, st);
+    for (int i = 0; i < c.depth; i++) {
+      Layer& l = L[i];
+      T* x_out = i + 1 < c.depth ? L[i + 1].x : xlast;
+      residual_mix_forward(l.xm, l.x, x0, p.w(resid) + i, p.w(x0l) + i, N * C, st);
+      rmsnorm_forward(l.n1, l.rstd1, l.xm, N, C, NORM_EPS, st);
+      linear_forward(blas, qraw, l.n1, p.wt(l.c_q), N, C, HD);
+      rope_qknorm_forward(l.q, l.qrstd, qraw, cos_sin, N, c.seq_len, c.n_head, c.head_dim, NORM_EPS, st);
+      linear_forward(blas, kraw, l.n1, p.wt(l.c_k), N, C, KV);
+      rope_qknorm_forward(l.k, l.krstd, kraw, cos_sin, N, c.seq_len, c.n_kv_head, c.head_dim, NORM_EPS, st);
+      linear_forward(blas, l.v, l.n1, p.wt(l.c_v), N, C, KV);
+      if (l.ve >= 0) {  // gate logits (N, Hkv) = x[:, :32] · W_gateᵀ
+        matmul<T, T>(blas, l.gate, c.n_kv_head, l.n1, C, false, p.wt(l.ve_gate), VE_GATE_CHANNELS,
+                     true, N, c.n_kv_head, VE_GATE_CHANNELS);
+        ve_gate_forward(l.v, l.gate, p.e(l.ve), inp, N, c.n_kv_head, c.head_dim, st);
+      }
+      attention_forward(l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
+      cudaCheck(cudaMemcpyAsync(l.xa, l.xm, N * C * sizeof(T), cudaMemcpyDeviceToDevice, st));
+      linear_forward(blas, l.xa, l.att, p.wt(l.c_proj), N, HD, C, 1.0f);  // xa = xm + attn
+      rmsnorm_forward(l.n2, l.rstd2, l.xa, N, C, NORM_EPS, st);
+      linear_forward(blas, l.h, l.n2, p.wt(l.c_fc), N, C, F);
+      relu2_forward(a, l.h, N * F, st);
+      cudaCheck(cudaMemcpyAsync(x_out, l.xa, N * C * sizeof(T), cudaMemcpyDeviceToDevice, st));
+      linear_forward(blas, x_out, a, p.wt(l.mlp_proj), N, F, C, 1.0f);  // x = xa + mlp
+    }
+    rmsnorm_forward(xf, rstdf, xlast, N, C, NORM_EPS, st);
+    linear_forward<T, float>(blas, logits, xf, p.wt(lm_head), N, C, c.vocab);
+    softcap_cross_entropy(grad_scale > 0 ? dlogits : (T*)nullptr, losses, logits, tgt, N, c.vocab,
+                          SOFTCAP, grad_scale, st);
+  }
+
+  /// Backward of the last forward(); adds every parameter's gradient into p.grads.
+  void backward(const int* inp, const TokenIndex& idx) {
+    const int C = c.dim, KV = c.kv_dim(), HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim;
+    const int Hkv = c.n_kv_head, G = VE_GATE_CHANNELS;
+    linear_backward_weight(blas, p.g(lm_head), dlogits, xf, N, C, c.vocab);
+    linear_backward_input(blas, dn, dlogits, p.wt(lm_head), N, C, c.vocab);
+    rmsnorm_backward(dX, (const T*)nullptr, dn, xlast, rstdf, N, C, st);
+    cudaCheck(cudaMemsetAsync(dx0, 0, N * C * sizeof(T), st));
+    for (int i = c.depth - 1; i >= 0; i--) {
+      Layer& l = L[i];
+      // x_out = xa + relu²(n2 · W_fcᵀ) · W_projᵀ
+      relu2_forward(a, l.h, N * F, st);
+      linear_backward_weight(blas, p.g(l.mlp_proj), dX, a, N, F, C);
+      linear_backward_input(blas, dh, dX, p.wt(l.mlp_proj), N, F, C);
+      relu2_backward(dh, l.h, N * F, st);
+      linear_backward_weight(blas, p.g(l.c_fc), dh, l.n2, N, C, F);
+      linear_backward_input(blas, dn, dh, p.wt(l.c_fc), N, C, F);
+      rmsnorm_backward(dX, dX, dn, l.xa, l.rstd2, N, C, st);  // dX = d xa
+      // xa = xm + attention(q, k, v) · W_projᵀ
+      linear_backward_weight(blas, p.g(l.c_proj), dX, l.att, N, HD, C);
+      linear_backward_input(blas, dqraw, dX, p.wt(l.c_proj), N, HD, C);  // d att
+      attention_backward(dq, dk, dv, delta, dqraw, l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
+      if (l.ve >= 0) {
+        ve_gate_backward(dgate, dve, dv, l.gate, p.e(l.ve), inp, N, Hkv, c.head_dim, st);
+        embedding_backward(p.g(l.ve), dve, idx, KV, st);
+        matmul<T, float>(blas, p.g(l.ve_gate), G, dgate, Hkv, true, l.n1, C, false, Hkv, G, N, 1.0f);
+      }
+      linear_backward_weight(blas, p.g(l.c_v), dv, l.n1, N, C, KV);
+      rope_qknorm_backward(dqraw, dq, l.q, l.qrstd, cos_sin, N, c.seq_len, c.n_head, c.head_dim, st);
+      rope_qknorm_backward(dkraw, dk, l.k, l.krstd, cos_sin, N, c.seq_len, Hkv, c.head_dim, st);
+      linear_backward_weight(blas, p.g(l.c_q), dqraw, l.n1, N, C, HD);
+      linear_backward_weight(blas, p.g(l.c_k), dkraw, l.n1, N, C, KV);
+      linear_backward_input(blas, dn, dqraw, p.wt(l.c_q), N, C, HD);
+      linear_backward_input(blas, dn, dkraw, p.wt(l.c_k), N, C, KV, 1.0f);
+      linear_backward_input(blas, dn, dv, p.wt(l.c_v), N, C, KV, 1.0f);
+      if (l.ve >= 0)  // dn[:, :32] += d gate_logits · W_gate
+        matmul<T, T>(blas, dn, C, dgate, Hkv, false, p.wt(l.ve_gate), G, false, N, G, Hkv, 1.0f);
+      rmsnorm_backward(dX, dX, dn, l.xm, l.rstd1, N, C, st);  // dX = d xm
+      residual_mix_backward(dX, dx0, p.g(resid) + i, p.g(x0l) + i, partials, dX, l.x, x0,
+                            p.w(resid) + i, p.w(x0l) + i, N * C, st);
+    }
+    add(dn, dX, dx0, N * C, st);
+    rmsnorm_backward(dX, (const T*)nullptr, dn, emb, rstd0, N, C, st);
+    embedding_backward(p.g(wte), dX, idx, C, st);
+  }
+
+  /// 6 * (matrix + lm_head parameters) + attention's 12 * heads * head_dim * window, per token.
+  double flops_per_token() const {
+    double n = 0, attn = 0;
+    for (auto& t : p.info)
+      if (t.group == Group::Matrix || t.group == Group::LmHead) n += t.numel();
+    for (int i = 0; i < c.depth; i++) attn += 12.0 * c.n_head * c.head_dim * std::min(c.window(i), c.seq_len);
+    return 6 * n + attn;
+  }
+};
+
+// ---- optimizer: AdamW for embeddings, lm_head and lambdas; Muon per shape group ----
+struct Optimizer {
+  struct Adam {
+    int param;
+    float lr, beta1;
+    float *m, *v;  // (numel,) moments
+  };
+  struct Muon {
+    long offset;  // of the group's stack in master / grads / shadow
+    MuonGroup group;
+  };
+  Params<bf16>& p;
+  const Blas& blas;
+  DeviceArena arena;
+  std::vector<Adam> adam;
+  std::vector<Muon> muon;
+  int steps = 0;
+
+  Optimizer(Params<bf16>& params, int model_dim, const Blas& b) : p(params), blas(b) {
+    const float dmodel_scale = std::pow(model_dim / 768.0f, -0.5f);
+    for (int i = 0; i < int(p.info.size()); i++) {
+      const ParamInfo& t = p.info[i];
+      float lr = 0, beta1 = ADAM_BETA1;
+      switch (t.group) {
+        case Group::LmHead: lr = UNEMBEDDING_LR * dmodel_scale; break;
+        case Group::Embedding: lr = EMBEDDING_LR * dmodel_scale; break;
+        case Group::ResidLambda: lr = RESID_LAMBDA_LR; break;
+        case Group::X0Lambda: lr = X0_LAMBDA_LR, beta1 = X0_LAMBDA_BETA1; break;
+        case Group::Matrix: {  // Params::allocate stacks same-shape matrices contiguously
+          auto same_shape = [&](const ParamInfo& u) { return u.group == Group::Matrix && u.shape == t.shape; };
+          if (std::none_of(p.info.begin(), p.info.begin() + i, same_shape))  // first of its stack
+            muon.push_back({t.offset, MuonGroup(int(std::count_if(p.info.begin(), p.info.end(), same_shape)),
+                                                t.rows(), t.cols())});
+          continue;
+        }
+      }
+      float* m = arena.alloc<float>(t.numel());
+      float* v = arena.alloc<float>(t.numel());
+      cudaCheck(cudaMemset(m, 0, t.numel() * sizeof(float)));
+      cudaCheck(cudaMemset(v, 0, t.numel() * sizeof(float)));
+      adam.push_back({i, lr, beta1, m, v});
+    }
+  }
+  void step(float lr_mult, float momentum, float weight_decay) {
+    steps++;
+    for (const Adam& a : adam) {
+      const ParamInfo& t = p.info[a.param];
+      AdamWHyper h{a.lr * lr_mult, a.beta1, ADAM_BETA2, ADAM_EPS, 0.0f};
+      if (t.embed) adamw_step(p.e(a.param), p.g(a.param), a.m, a.v, t.numel(), h, steps, blas.stream);
+      else adamw_step(p.w(a.param), p.g(a.param), a.m, a.v, t.numel(), h, steps, blas.stream, p.shadow + t.offset);
+    }
+    MuonHyper h{MATRIX_LR * lr_mult, momentum, weight_decay, MUON_BETA2};
+    for (Muon& m : muon) m.group.step(blas.handle, p.master + m.offset, p.grads + m.offset, h, p.shadow + m.offset);
+  }
+  size_t bytes() const {
+    size_t n = arena.bytes;
+    for (auto& m : muon) n += m.group.bytes();
+    return n;
+  }
+};
+
+// ---- schedules (progress in [0, 1]: counted time / budget, or step / --steps) ----
+double lr_multiplier(double progress) {
+  const double warmup = WARMUP_RATIO;  // a variable: no constant division when it is 0
+  if (progress < warmup) return progress / warmup;
+  if (progress < 1.0 - WARMDOWN_RATIO) return 1.0;
+  double cooldown = (1.0 - progress) / WARMDOWN_RATIO;
+  return cooldown + (1.0 - cooldown) * FINAL_LR_FRAC;
+}
+float muon_momentum(long step) {
+  float f = std::min(1.0f, float(step) / MUON_MOMENTUM_STEPS);
+  return (1 - f) * MUON_MOMENTUM_START + f * MUON_MOMENTUM_END;
+}
+float muon_weight_decay(double progress) { return WEIGHT_DECAY * float(1.0 - progress); }
+
+// ---- --check: the tiny configuration's gradient and kernel self-test ----
+int run_check(unsigned long seed) {
+  cudaStream_t st;
+  cudaCheck(cudaStreamCreate(&st));
+  std::mt19937_64 rng(seed);
+  Config tiny{3, 256, 2, 1, 128, 512, 128, 48};  // GQA, windows S S L, value embeds on layers 0, 2
+  const int B = 2;
+  GPT<float> mf(tiny, B, st);
+  GPT<bf16> mb(tiny, B, st);
+  BatchStager sf(mf.arena, B, tiny.seq_len, tiny.vocab), sb(mb.arena, B, tiny.seq_len, tiny.vocab);
+  std::vector<uint16_t> rows(size_t(B) * (tiny.seq_len + 1));
+  std::uniform_int_distribution<int> tok(0, tiny.vocab - 1);
+  for (auto& r : rows) r = uint16_t(tok(rng));
+  sf.upload(rows.data(), st);
+  sb.upload(rows.data(), st);
+  auto w = gradcheck::random_weights(mf, rng);
+  bool ok = gradcheck::finite_differences(mf, sf, w, rng);
+  ok = gradcheck::bf16_against_fp32(mf, mb, sf, sb, w) && ok;
+  for (AttnShape s : {AttnShape{2, 256, 4, 2, 128, 100}, AttnShape{1, 512, 2, 2, 128, 512},
+                      AttnShape{1, 512, 2, 1, 128, 64}})
+    ok = gradcheck::attention_kernels(s, rng, st) && ok;
+  if (ok) std::printf("check: all gradients and kernels agree\n");
+  return ok ? 0 : 1;
+}
+
+// ---- training ----
+int train(const harness::RunOptions& opt) {
+  harness::TokenShard train_shard(opt.data_dir, "train"), val_shard(opt.data_dir, "val");
+  const std::vector<int32_t> token_bytes = harness::load_token_bytes(opt.data_dir);
+  const Config cfg = config_for_depth(DEPTH);
+  const int B = DEVICE_BATCH_ROWS, T = cfg.seq_len;
+  const long micro_tokens = long(B) * T;
+  if (TOTAL_BATCH_TOKENS % micro_tokens != 0) throw std::runtime_error("TOTAL_BATCH_TOKENS is not a multiple of DEVICE_BATCH_ROWS * seq_len");
+  const int grad_accum = int(TOTAL_BATCH_TOKENS / micro_tokens);
+  cudaStream_t st;
+  cudaCheck(cudaStreamCreate(&st));
+
+  GPT<bf16> model(cfg, B, st);
+  model.init(opt.seed);
+  Optimizer optim(model.p, cfg.dim, model.blas);
+  BatchStager stager(model.arena, B, T, cfg.vocab);
+  harness::LoaderOptions lopt;
+  lopt.batch_rows = B;
+  lopt.seq_len = T;
+  const bool dump = !opt.dump_init_dir.empty();
+  if (dump) {
+    if (opt.steps <= 0) throw std::runtime_error("--dump-init needs --steps");
+    twin::write_params(opt.dump_init_dir, model.p);
+    twin::write_batches(opt.dump_init_dir, train_shard, lopt, opt.steps, grad_accum);
+  }
+  harness::HostAllocator pinned{[](size_t n) {
+                                  void* p = nullptr;
+                                  cudaCheck(cudaMallocHost(&p, n));
+                                  return p;
+                                },
+                                [](void* p) { cudaFreeHost(p); }};
+  harness::PackedLoader loader(train_shard, lopt, pinned);
+  float* d_loss = model.arena.alloc<float>(1);
+  float* h_loss = nullptr;
+  cudaCheck(cudaMallocHost(&h_loss, sizeof(float)));
+
+  const double flops_per_token = model.flops_per_token(), peak_flops = 989.5e12;
+  std::printf("model: depth %d, dim %d, heads %d/%d, params %.1fM, grad accum %d, %.1f GFLOP/token\n",
+              cfg.depth, cfg.dim, cfg.n_head, cfg.n_kv_head, model.p.count() / 1e6, grad_accum,
+              flops_per_token / 1e9);
+  harness::TrainingClock clock(opt);
+  std::vector<double> losses, lrms;
+  long step = 0;
+  double tokens_counted = 0;
+  for (; !clock.done(step); step++) {
+    auto t0 = std::chrono::steady_clock::now();
+    const double progress = clock.progress(step), lrm = lr_multiplier(progress);
+    model.zero_grads();
+    cudaCheck(cudaMemsetAsync(d_loss, 0, sizeof(float), st));
+    int epoch = 0;
+    for (int micro = 0; micro < grad_accum; micro++) {
+      harness::Batch batch = loader.next();
+      epoch = batch.epoch;
+      stager.upload(batch.rows, st);
+      model.forward(stager.inputs, stager.targets, 1.0f / float(micro_tokens * grad_accum));
+      sum_into(d_loss, model.losses, micro_tokens, st);
+      model.backward(stager.inputs, stager.index);
+    }
+    optim.step(float(lrm), muon_momentum(step), muon_weight_decay(progress));  // also writes the bf16 shadows
+    cudaCheck(cudaMemcpyAsync(h_loss, d_loss, sizeof(float), cudaMemcpyDeviceToHost, st));
+    cudaCheck(cudaStreamSynchronize(st));
+    const double loss = *h_loss / double(micro_tokens * grad_accum);
+    if (!std::isfinite(loss) || loss > 100) {
+      std::printf("FAIL: loss is %s at step %ld\n", std::isfinite(loss) ? std::to_string(loss).c_str() : "NaN", step);
+      return 1;
+    }
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    clock.step_done(step, dt);
+    if (step > 10) tokens_counted += double(TOTAL_BATCH_TOKENS);
+    losses.push_back(loss);
+    lrms.push_back(lrm);
+    const double tps = TOTAL_BATCH_TOKENS / dt;
+    std::printf("step %05ld (%5.1f%%) | loss: %.6f | lrm: %.3f | dt: %.0fms | tok/sec: %.0f | mfu: %.1f%% | epoch: %d | remaining: %.0fs\n",
+                step, 100 * progress, loss, lrm, dt * 1e3, tps, 100 * flops_per_token * tps / peak_flops,
+                epoch, clock.remaining_seconds());
+    std::fflush(stdout);
+  }
+  if (dump) {
+    std::vector<std::pair<std::string, std::string>> conf = {
+        {"depth", std::to_string(cfg.depth)}, {"model_dim", std::to_string(cfg.dim)},
+        {"n_head", std::to_string(cfg.n_head)}, {"n_kv_head", std::to_string(cfg.n_kv_head)},
+        {"head_dim", std::to_string(cfg.head_dim)}, {"vocab_size", std::to_string(cfg.vocab)},
+        {"seq_len", std::to_string(T)}, {"batch_rows", std::to_string(B)},
+        {"grad_accum", std::to_string(grad_accum)}, {"steps", std::to_string(opt.steps)},
+        {"window_pattern", "\"" + cfg.window_pattern + "\""}, {"short_window", std::to_string(cfg.short_window)},
+        {"softcap", twin::json_number(SOFTCAP)}, {"rope_base", twin::json_number(ROPE_BASE)},
+        {"norm_eps", twin::json_number(NORM_EPS)}};
+    for (auto& [name, value] : HYPERPARAMETERS) conf.push_back({name, twin::json_number(value)});
+    twin::write_manifest(opt.dump_init_dir, conf, model.p, {opt.steps, grad_accum, B, T + 1}, losses, lrms);
+  }
+
+  // evaluation through the harness: per-token losses of fixed validation batches
+  const double val_bpb = harness::evaluate_bpb(
+      val_shard, token_bytes, opt.eval_tokens, B, T,
+      [&](const uint16_t* rows, int batch_rows, int seq_len, float* losses_out) {
+        stager.upload(rows, st);
+        model.forward(stager.inputs, stager.targets, 0.0f);
+        cudaCheck(cudaMemcpyAsync(losses_out, model.losses, sizeof(float) * batch_rows * seq_len,
+                                  cudaMemcpyDeviceToHost, st));
+        cudaCheck(cudaStreamSynchronize(st));
+      });
+  harness::Summary s;
+  s.val_bpb = val_bpb;
+  s.training_seconds = clock.counted_seconds();
+  s.total_seconds = clock.total_seconds();
+  s.peak_vram_mb = double(model.arena.bytes + optim.bytes()) / (1024.0 * 1024.0);
+  const double counted_tps = s.training_seconds > 0 ? tokens_counted / s.training_seconds : 0;
+  s.mfu_percent = 100 * flops_per_token * counted_tps / peak_flops;
+  s.total_tokens_m = double(step) * TOTAL_BATCH_TOKENS / 1e6;
+  s.num_steps = step;
+  s.num_params_m = model.p.count() / 1e6;
+  s.depth = cfg.depth;
+  s.time_budget = opt.time_budget;
+  s.fixed_steps = opt.steps;
+  s.eval_tokens = opt.eval_tokens;
+  harness::print_summary(s);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  harness::RunOptions opt;
+  try {
+    opt = harness::parse_run_options(argc, argv);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 2;
+  }
+  try {
+    return opt.check ? run_check(opt.seed) : train(opt);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+}
