@@ -233,6 +233,48 @@ void test_adamw_contract() {
 double tol_u(int s) { return s >= 256 ? 0.04 : s >= 16 ? 0.1 : 0.3; }
 double tol_v(int s) { return s >= 256 ? 0.03 : s >= 16 ? 0.1 : 0.5; }
 
+/// Host copies of what one Muon step of a group left on the device.
+struct MuonResult {
+  std::vector<float> before, after;  // (count, rows, cols) params around the step
+  std::vector<float> momentum;       // (count, rows, cols)
+  std::vector<float> second_moment;  // (count, moment_len)
+  std::vector<uint16_t> copy;        // (count, rows, cols) the bf16 params
+};
+
+/// Checks a step of `ref.size()` matrices (rows, cols) against the reference
+/// steps that started from the same state (ref after the step, u their updates).
+void check_muon_step(const std::string& name, int rows, int cols, const MuonHyper& h,
+                     const MuonResult& got, const std::vector<optim_ref::MuonMatrix>& ref,
+                     const std::vector<std::vector<double>>& u) {
+  const int s = std::min(rows, cols);
+  const size_t numel = size_t(rows) * cols;
+  const double lr = h.lr * std::sqrt(std::max(1.0, double(rows) / cols));
+  double mom_err = 0.0, v_err = 0.0, r_err = 0.0;
+  for (size_t i = 0; i < ref.size(); i++) {
+    const size_t off = i * numel, len = ref[i].V.size();
+    mom_err = std::max(mom_err, scaled_error(widen(got.momentum.data() + off, numel), ref[i].buf, 1e-5, 1e-6));
+    v_err = std::max(v_err, rel_frobenius(widen(got.second_moment.data() + i * len, len), ref[i].V));
+    // r = (p - p_new) / lr' = u + wd p [u p >= 0]; either mask where u's sign is uncertain.
+    const double ambiguous = 4.0 * tol_u(s) * rms(u[i]);
+    std::vector<double> r_got(numel), r_ref(numel);
+    for (size_t j = 0; j < numel; j++) {
+      const double p = got.before[off + j], uj = u[i][j];
+      r_got[j] = (p - double(got.after[off + j])) / lr;
+      const double on = uj + h.weight_decay * p, off_mask = uj;
+      if (std::fabs(uj) < ambiguous)
+        r_ref[j] = std::fabs(r_got[j] - on) < std::fabs(r_got[j] - off_mask) ? on : off_mask;
+      else
+        r_ref[j] = uj * p >= 0.0 ? on : off_mask;
+    }
+    r_err = std::max(r_err, rel_frobenius(r_got, r_ref));
+  }
+  report(mom_err <= 1.0, name + ": momentum buffer", fmt("scaled err %.3f (tol 1)", mom_err));
+  report(v_err <= tol_v(s), name + ": NorMuon second moment", fmt("rel err %.4f (tol %.2f)", v_err, tol_v(s)));
+  report(all_finite(got.after) && r_err <= tol_u(s), name + ": update",
+         fmt("rel err %.4f (tol %.2f)", r_err, tol_u(s)));
+  check_bf16_copy(name, got.after, got.copy);
+}
+
 /// One group on the GPU and its per-matrix references.
 struct MuonCase {
   int count, rows, cols;
@@ -241,7 +283,7 @@ struct MuonCase {
   DeviceArray<uint16_t> copy;
   std::vector<optim_ref::MuonMatrix> ref;
   std::vector<std::vector<double>> u;  // reference updates of the last step
-  std::vector<float> before, after;    // the GPU's params around the last step
+  MuonResult got;
 
   MuonCase(int n, int r, int c, const std::vector<float>& p0)
       : count(n), rows(r), cols(c), group(n, r, c), params(p0), grads(p0.size()), copy(p0.size()),
@@ -250,23 +292,27 @@ struct MuonCase {
     return "muon " + std::to_string(count) + "x(" + std::to_string(rows) + "," + std::to_string(cols) + ")";
   }
   size_t numel() const { return size_t(rows) * cols; }
+  std::vector<float> momentum() const { return DeviceArray<float>::copy_out(group.momentum_buffer(), count * numel()); }
+  std::vector<float> second_moment() const {
+    return DeviceArray<float>::copy_out(group.second_moment(), size_t(count) * group.moment_len());
+  }
 
   /// Uploads g, copies the GPU's state into the references, runs the GPU step.
   void gpu_step(cublasHandle_t blas, const std::vector<float>& g, const MuonHyper& h) {
     grads.put(g);
-    before = params.get();
-    const std::vector<float> mom =
-        DeviceArray<float>::copy_out(group.momentum_buffer(), count * numel());
-    const std::vector<float> v =
-        DeviceArray<float>::copy_out(group.second_moment(), size_t(count) * group.moment_len());
+    got.before = params.get();
+    const std::vector<float> mom = momentum(), v = second_moment();
     for (int i = 0; i < count; i++) {
       ref[i].rows = rows, ref[i].cols = cols;
-      ref[i].p = widen(before.data() + i * numel(), numel());
+      ref[i].p = widen(got.before.data() + i * numel(), numel());
       ref[i].buf = widen(mom.data() + i * numel(), numel());
       ref[i].V = widen(v.data() + size_t(i) * group.moment_len(), group.moment_len());
     }
     group.step(blas, params.ptr, grads.ptr, h, copy.as_bf16());
-    after = params.get();
+    got.after = params.get();
+    got.momentum = momentum();
+    got.second_moment = second_moment();
+    got.copy = copy.get();
   }
 };
 
@@ -282,43 +328,6 @@ void reference_steps(std::vector<MuonCase*>& cases, const std::vector<std::vecto
         k.u[i] = optim_ref::muon_step(k.ref[i], g, h.momentum, h.lr, h.weight_decay, h.beta2);
       });
   for (auto& t : threads) t.join();
-}
-
-/// Checks one case after a step against its references.
-void check_muon_case(MuonCase& k, const MuonHyper& h, const std::string& step_name) {
-  const std::string name = k.name() + " " + step_name;
-  const int s = std::min(k.rows, k.cols);
-  const double lr = double(h.lr) * k.group.lr_scale();
-  const std::vector<float> mom =
-      DeviceArray<float>::copy_out(k.group.momentum_buffer(), k.count * k.numel());
-  const std::vector<float> v =
-      DeviceArray<float>::copy_out(k.group.second_moment(), size_t(k.count) * k.group.moment_len());
-  double mom_err = 0.0, v_err = 0.0, r_err = 0.0;
-  for (int i = 0; i < k.count; i++) {
-    const size_t off = i * k.numel();
-    mom_err = std::max(mom_err, scaled_error(widen(mom.data() + off, k.numel()), k.ref[i].buf, 1e-5, 1e-6));
-    v_err = std::max(v_err, rel_frobenius(widen(v.data() + size_t(i) * k.group.moment_len(),
-                                                k.group.moment_len()), k.ref[i].V));
-    // r = (p - p_new) / lr' = u + wd p [u p >= 0]; either mask where u's sign is uncertain.
-    const std::vector<double>& u = k.u[i];
-    const double ambiguous = 4.0 * tol_u(s) * rms(u);
-    std::vector<double> r_gpu(k.numel()), r_ref(k.numel());
-    for (size_t j = 0; j < k.numel(); j++) {
-      const double p = k.before[off + j];
-      r_gpu[j] = (p - double(k.after[off + j])) / lr;
-      const double on = u[j] + h.weight_decay * p, off_mask = u[j];
-      if (std::fabs(u[j]) < ambiguous)
-        r_ref[j] = std::fabs(r_gpu[j] - on) < std::fabs(r_gpu[j] - off_mask) ? on : off_mask;
-      else
-        r_ref[j] = u[j] * p >= 0.0 ? on : off_mask;
-    }
-    r_err = std::max(r_err, rel_frobenius(r_gpu, r_ref));
-  }
-  report(mom_err <= 1.0, name + ": momentum buffer", fmt("scaled err %.3f (tol 1)", mom_err));
-  report(v_err <= tol_v(s), name + ": NorMuon second moment", fmt("rel err %.4f (tol %.2f)", v_err, tol_v(s)));
-  report(all_finite(k.after) && r_err <= tol_u(s), name + ": update",
-         fmt("rel err %.4f (tol %.2f)", r_err, tol_u(s)));
-  check_bf16_copy(name, k.after, k.copy.get());
 }
 
 void test_muon_matches_reference(cublasHandle_t blas) {
@@ -341,7 +350,8 @@ void test_muon_matches_reference(cublasHandle_t blas) {
       k->gpu_step(blas, grads.back(), hypers[step]);
     }
     reference_steps(cases, grads, hypers[step]);
-    for (auto* k : cases) check_muon_case(*k, hypers[step], "step " + std::to_string(step + 1));
+    for (auto* k : cases)
+      check_muon_step(k->name() + " step " + std::to_string(step + 1), k->rows, k->cols, hypers[step], k->got, k->ref, k->u);
   }
 }
 
