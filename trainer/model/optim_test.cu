@@ -13,8 +13,8 @@
 //
 // Tolerances (why):
 // - AdamW fp32: 1e-5 relative + 1e-6 of the tensor's rms (fp32 against fp64).
-// - AdamW bf16: the parameter within one bf16 ulp of the exact result
-//   (each step starts from the GPU's own bf16 parameter).
+// - AdamW bf16: the parameter within one bf16 ulp of the exact result, plus
+//   1e-6 of the terms' size (each step starts from the GPU's own bf16 parameter).
 // - Muon momentum buffer: as AdamW fp32.
 // - Muon update u and NorMuon second moment: relative Frobenius error of the
 //   bf16 Polar Express against the exact one. Measured on the CPU with bf16
@@ -201,7 +201,10 @@ void test_adamw_bf16() {
     double worst_ulps = 0.0;
     for (long i = 0; i < n; i++) {
       const double got = bf16_bits_to_float(after[i]);
-      const double ulp = std::ldexp(1.0, std::ilogb(rp[i]) - 7);  // bf16: 8 significant bits
+      // bf16 has 8 significant bits; the fp32 math adds its own rounding, which
+      // matters only where the update cancels the parameter to near zero.
+      const double ulp = std::ldexp(1.0, std::ilogb(rp[i]) - 7) +
+                         1e-6 * (std::fabs(bf16_bits_to_float(before[i])) + h.lr);
       worst_ulps = std::max(worst_ulps, std::fabs(got - rp[i]) / ulp);
       if (!std::isfinite(got)) worst_ulps = INFINITY;
     }
