@@ -59,6 +59,29 @@ case "$MODE" in
       timeout 240 python3 tests/torch_twin.py /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -40
     fi
     ;;
+  smoke)  # new kernels if their tests pass (else the last validated set in .device/bin1)
+    prepare_data
+    section "kernel tests of .device/bin"
+    if "$BIN/kernels_test" > "$OUT/kernels_test.log" 2>&1; then echo "new kernels pass"; else
+      tail -20 "$OUT/kernels_test.log"; echo "new kernels FAIL: using .device/bin1"; BIN=.device/bin1; fi
+    "$BIN/train" --check > "$OUT/check.log" 2>&1; echo "check rc=$?"; tail -2 "$OUT/check.log"
+    if [ -f tests/tiktoken_check.py ]; then
+      section "tokenizer check"
+      timeout 120 python3 tests/tiktoken_check.py --data "$DATA" --val .device/corpus/val.jsonl.xz 2>&1 | tail -10
+    fi
+    section "20 steps with --dump-init ($BIN)"
+    "$BIN/train" --data "$DATA" --steps 20 --dump-init /tmp/dump > "$OUT/twin_train.log" 2>&1
+    echo "train rc=$?"; tail -36 "$OUT/twin_train.log"; cp /tmp/dump/manifest.json "$OUT/" 2>/dev/null
+    if [ -f tests/torch_twin.py ]; then
+      section "PyTorch twin"
+      timeout 240 python3 tests/torch_twin.py /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -40
+    fi
+    if [ "$BIN" != .device/bin1 ]; then
+      section "20 steps with .device/bin1 (comparison)"
+      .device/bin1/train --data "$DATA" --steps 20 --eval-tokens 262144 > "$OUT/bin1.log" 2>&1
+      echo "train rc=$?"; grep -E "^step 000(0|1)" "$OUT/bin1.log" | tail -12; tail -12 "$OUT/bin1.log"
+    fi
+    ;;
   fixed)
     prepare_data
     section "train --steps 874"

@@ -50,12 +50,15 @@ __device__ __forceinline__ void load_b_nk(uint32_t& b0, uint32_t& b1, const bf16
   b0 = ld32(s + (n0 + g) * LDS + k0 + 2 * t);
   b1 = ld32(s + (n0 + g) * LDS + k0 + 2 * t + 8);
 }
-// B fragment (k 16 x n 8) from a tile stored s[k][n] (e.g. V for P·V).
+// B fragment (k 16 x n 8) from a tile stored s[k][n] (e.g. V for P·V): a transposing
+// ldmatrix; lanes 0..15 address rows k0..k0+15 (lanes 16..31 repeat them, unused by .x2).
 __device__ __forceinline__ void load_b_kn(uint32_t& b0, uint32_t& b1, const bf16* s, int k0, int n0,
                                           int g, int t) {
-  const bf16* p = s + (k0 + 2 * t) * LDS + n0 + g;
-  b0 = pack2(p[0], p[LDS]);
-  b1 = pack2(p[8 * LDS], p[9 * LDS]);
+  const int lane = 4 * g + t;
+  const uint32_t addr = uint32_t(__cvta_generic_to_shared(s + (k0 + (lane & 15)) * LDS + n0));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(b0), "=r"(b1)
+               : "r"(addr));
 }
 // Accumulators of two adjacent 8-wide tiles as one A fragment (16 x 16).
 __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const float* c1) {

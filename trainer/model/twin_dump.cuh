@@ -49,9 +49,9 @@ inline void write_batches(const std::string& dir, const harness::TokenShard& sha
   if (!f) throw std::runtime_error("cannot write " + dir + "/batches.bin");
 }
 
-inline std::string json_number(double v) {
+inline std::string json_number(double v) {  // float precision: the constants are floats
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::snprintf(buf, sizeof buf, "%.7g", v);
   return buf;
 }
 
