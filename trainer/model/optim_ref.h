@@ -1,7 +1,7 @@
 // fp64 CPU references of the optimizer (optim.cuh), for optim_test: AdamW and
 // one Muon step of a single matrix (Nesterov momentum, Polar Express without
-// rounding, NorMuon, cautious weight decay). Plain loops; written for clarity,
-// not speed. Matrices are row-major.
+// rounding, NorMuon, cautious weight decay). Plain loops, written for clarity
+// (the products are tiled for cache, nothing more). Matrices are row-major.
 #pragma once
 
 #include <algorithm>
@@ -22,17 +22,21 @@ inline void adamw_step(double* p, const double* g, double* m, double* v, long n,
   }
 }
 
-/// C(m, n) = A(m, k) · B(k, n).
+/// C(m, n) = A(m, k) · B(k, n). Tiled over rows of A and B so that a tile of
+/// each stays in cache (the 2048 x 512 products are otherwise memory-bound).
 inline std::vector<double> matmul(const std::vector<double>& A, const std::vector<double>& B,
                                   int m, int n, int k) {
+  constexpr int TILE = 64;
   std::vector<double> C(size_t(m) * n, 0.0);
-  for (int i = 0; i < m; i++)
-    for (int l = 0; l < k; l++) {
-      const double a = A[size_t(i) * k + l];
-      const double* b = &B[size_t(l) * n];
-      double* c = &C[size_t(i) * n];
-      for (int j = 0; j < n; j++) c[j] += a * b[j];
-    }
+  for (int i0 = 0; i0 < m; i0 += TILE)
+    for (int l0 = 0; l0 < k; l0 += TILE)
+      for (int i = i0; i < std::min(m, i0 + TILE); i++)
+        for (int l = l0; l < std::min(k, l0 + TILE); l++) {
+          const double a = A[size_t(i) * k + l];
+          const double* b = &B[size_t(l) * n];
+          double* c = &C[size_t(i) * n];
+          for (int j = 0; j < n; j++) c[j] += a * b[j];
+        }
   return C;
 }
 
