@@ -105,6 +105,13 @@ void check_relative_glob(const std::string& key, const std::string& glob) {
 
 }  // namespace
 
+void validate_tag(const std::string& tag) {
+  static const std::regex tag_re("[A-Za-z0-9_][A-Za-z0-9._-]*");
+  if (!std::regex_match(tag, tag_re) || tag.size() > 64 || tag.find("..") != std::string::npos ||
+      tag.ends_with(".lock"))
+    throw ConfigError("tag: '" + tag + "' is not a valid tag (letters, digits, '.', '_', '-')");
+}
+
 std::vector<StageConfig> default_stages(double budget_s, double startup_s) {
   return {
       {"check", "build/trainer/train --check", 300, 60},
@@ -145,10 +152,7 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   if (c.repo.has_filename() == false) c.repo = c.repo.parent_path();
 
   top.string("tag", c.tag);
-  static const std::regex tag_re("[A-Za-z0-9_][A-Za-z0-9._-]*");
-  if (!std::regex_match(c.tag, tag_re) || c.tag.size() > 64 || c.tag.find("..") != std::string::npos ||
-      c.tag.ends_with(".lock"))
-    throw ConfigError("tag: '" + c.tag + "' is not a valid tag (letters, digits, '.', '_', '-')");
+  validate_tag(c.tag);
   top.strings("editable", c.editable);
   for (const auto& g : c.editable) check_relative_glob("editable", g);
   top.string("program", c.program);

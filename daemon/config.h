@@ -85,6 +85,9 @@ Config load_config(const std::filesystem::path& repo, const std::filesystem::pat
 /// The stages used when the file lists none: a quick check, then the full run.
 std::vector<StageConfig> default_stages(double budget_s, double startup_s);
 
+/// Throws ConfigError when tag cannot name a branch autoresearch/<tag>.
+void validate_tag(const std::string& tag);
+
 /// "~/x" with $HOME expanded; other paths as they are.
 std::string expand_home(const std::string& path);
 

@@ -47,7 +47,13 @@ void wait_group_gone(pid_t pgid, double timeout_s) {
 std::string ProcessResult::describe() const {
   std::ostringstream os;
   switch (end) {
-    case End::kExited: os << "exit code " << code; break;
+    case End::kExited:
+      // A shell reports a command killed by signal N as exit code 128+N.
+      if (code > 128 && code < 128 + 65)
+        os << "killed by signal " << code - 128 << " (" << strsignal(code - 128) << "), exit code " << code;
+      else
+        os << "exit code " << code;
+      break;
     case End::kSignaled: os << "killed by signal " << code << " (" << strsignal(code) << ")"; break;
     case End::kTimedOut: os << "timed out after " << static_cast<long>(seconds + 0.5) << " s"; break;
     case End::kStopped: os << "stopped by the daemon"; break;

@@ -102,13 +102,15 @@ int Store::version() {
 }
 
 void Store::migrate() {
-  int have = version();
-  if (have > latest_version())
-    throw SqliteError("results.db has schema version " + std::to_string(have) +
+  if (version() > latest_version())
+    throw SqliteError("results.db has schema version " + std::to_string(version()) +
                       ", newer than this autoresearchd (" + std::to_string(latest_version()) + ")");
+  if (version() == latest_version()) return;  // readers never take the write lock
   for (const Section& sec : schema_sections()) {
-    if (sec.version <= have) continue;
+    // The version is read again inside the write lock: a second process
+    // opening the same new database must not apply a section twice.
     Transaction t(db_);
+    if (sec.version <= version()) continue;
     db_.exec(sec.sql);
     db_.exec("PRAGMA user_version=" + std::to_string(sec.version));
     t.commit();
@@ -200,6 +202,15 @@ void Store::finish(int64_t id, const std::string& final_status, const std::strin
                    const std::string& log_tail) {
   db_.prepare("UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, ended_at=? WHERE id=?")
       .bind(1, final_status).bind(2, error).bind(3, log_tail).bind(4, now_seconds()).bind(5, id).run();
+}
+
+bool Store::delete_if_empty(int64_t id) {
+  db_.prepare(
+         "DELETE FROM experiments WHERE id=? AND state='proposing' "
+         "AND NOT EXISTS (SELECT 1 FROM proposal_attempts WHERE experiment_id=?) "
+         "AND NOT EXISTS (SELECT 1 FROM llm_calls WHERE experiment_id=?)")
+      .bind(1, id).bind(2, id).bind(3, id).run();
+  return sqlite3_changes(db_.handle()) > 0;
 }
 
 void Store::add_attempt(int64_t id, int attempt, const ProposalAttempt& a) {

@@ -115,6 +115,9 @@ class Store : public llm::CallSink {
   /// Moves the experiment to a final status, with a one-line error and a log tail.
   void finish(int64_t id, const std::string& final_status, const std::string& error,
               const std::string& log_tail);
+  /// Deletes an experiment that never got a proposal and recorded nothing
+  /// (no attempts, no LLM calls); returns whether it did.
+  bool delete_if_empty(int64_t id);
   void add_attempt(int64_t id, int attempt, const ProposalAttempt& a);
   std::vector<ProposalAttempt> attempts(int64_t id);
 

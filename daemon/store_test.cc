@@ -102,6 +102,26 @@ TEST(Store, KeepsAttemptsAndLlmCalls) {
   EXPECT_DOUBLE_EQ(t.cost_usd, 1.0);
 }
 
+TEST(Store, DeletesOnlyExperimentsThatRecordedNothing) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t empty = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  int64_t asked = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  store.add_attempt(asked, 1, {"p", "", "http 503"});
+  int64_t called = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  llm::CallRecord c;
+  c.experiment_id = called;
+  store.record(c);
+  int64_t done = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  store.set_proposal(done, "x");
+  EXPECT_TRUE(store.delete_if_empty(empty));
+  EXPECT_FALSE(store.delete_if_empty(asked));
+  EXPECT_FALSE(store.delete_if_empty(called));
+  EXPECT_FALSE(store.delete_if_empty(done));
+  EXPECT_EQ(store.experiments("t").size(), 3u);
+}
+
 TEST(Store, SecondConnectionReadsWhileWriterHoldsATransaction) {
   testing::TempDir dir;
   std::string path = (dir / "results.db").string();

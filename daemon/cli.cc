@@ -1,0 +1,285 @@
+// See cli.h. Each subcommand resolves the repo (--repo, else the git repo
+// around the current directory) and its config, then does one thing.
+#include "daemon/cli.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "daemon/config.h"
+#include "daemon/data_prep.h"
+#include "daemon/experiment_loop.h"
+#include "daemon/fatal_error.h"
+#include "daemon/git_repo.h"
+#include "daemon/log.h"
+#include "daemon/process_runner.h"
+#include "daemon/proposer_factory.h"
+#include "daemon/report.h"
+#include "daemon/state_dir.h"
+#include "daemon/store.h"
+
+namespace ard {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) { g_stop = true; }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+}
+
+struct Options {
+  std::string repo;
+  std::string config;
+  std::string tag;
+};
+
+Config resolve(const Options& o) {
+  std::filesystem::path repo =
+      o.repo.empty() ? discover_repo(std::filesystem::current_path()) : discover_repo(std::filesystem::absolute(o.repo));
+  Config c = load_config(repo, o.config);
+  if (!o.tag.empty()) {
+    validate_tag(o.tag);
+    c.tag = o.tag;
+  }
+  return c;
+}
+
+/// Where a detached daemon reports that it is up (or why it is not).
+class ReadyPipe {
+ public:
+  explicit ReadyPipe(int fd) : fd_(fd) {}
+  void send(const std::string& message) {
+    if (fd_ < 0) return;
+    std::string line = message + "\n";
+    (void)!write(fd_, line.data(), line.size());
+    close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+/// The daemon proper, in the foreground or in a detached child.
+int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
+  StateDir state(config.repo);
+  state.create();
+  auto lock = DaemonLock::acquire(state.pid_file());
+  if (!lock) {
+    auto pid = running_daemon(state.pid_file());
+    throw FatalError("a daemon already runs on " + config.repo.string() + " (pid " +
+                     std::to_string(pid.value_or(0)) + ")");
+  }
+  Log log(state.log_file(), !detached);
+  Store store(state.db().string());
+  std::unique_ptr<Proposer> proposer = make_proposer(config, store);
+  install_signal_handlers();
+  ready.send("ok " + std::to_string(getpid()));
+  PosixProcessRunner runner(&g_stop);
+  ExperimentLoop loop(config, state, store, runner, *proposer, log, g_stop);
+  try {
+    loop.run();
+  } catch (const std::exception& e) {
+    log(std::string("error: ") + e.what());
+    throw;
+  }
+  return 0;
+}
+
+int cmd_start(const Options& o, bool detach) {
+  Config config = resolve(o);
+  if (!detach) {
+    ReadyPipe none(-1);
+    return run_daemon(config, false, none);
+  }
+  StateDir state(config.repo);
+  state.create();
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw FatalError("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0) throw FatalError("fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    setsid();
+    int null_fd = open("/dev/null", O_RDONLY);
+    int log_fd = open(state.log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    if (log_fd >= 0) {
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+    }
+    ReadyPipe ready(fds[1]);
+    int rc = 1;
+    try {
+      rc = run_daemon(config, true, ready);
+    } catch (const std::exception& e) {
+      ready.send(std::string("error: ") + e.what());
+    }
+    _exit(rc);
+  }
+  close(fds[1]);
+  std::string message;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) message.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  if (message.rfind("ok ", 0) == 0) {
+    std::cout << "autoresearchd: started, pid " << message.substr(3, message.find('\n') - 3) << ", log "
+              << state.log_file().string() << "\n";
+    return 0;
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!message.empty() && message.back() == '\n') message.pop_back();
+  std::cerr << "autoresearchd: " << (message.empty() ? "error: the daemon exited before it started" : message)
+            << "\n";
+  return 1;
+}
+
+int cmd_stop(const Options& o, double timeout_s) {
+  Config config = resolve(o);
+  StateDir state(config.repo);
+  auto pid = running_daemon(state.pid_file());
+  if (!pid || *pid <= 0) {
+    std::cerr << "autoresearchd: no daemon is running on " << config.repo.string() << "\n";
+    return 1;
+  }
+  if (kill(*pid, SIGTERM) != 0) throw FatalError("cannot signal pid " + std::to_string(*pid));
+  auto t0 = std::chrono::steady_clock::now();
+  while (running_daemon(state.pid_file())) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(timeout_s))
+      throw FatalError("the daemon (pid " + std::to_string(*pid) + ") did not stop within " +
+                       std::to_string(static_cast<int>(timeout_s)) + " s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::cout << "autoresearchd: stopped (pid " << *pid << ")\n";
+  return 0;
+}
+
+int cmd_status(const Options& o) {
+  Config config = resolve(o);
+  StateDir state(config.repo);
+  auto pid = running_daemon(state.pid_file());
+  if (!std::filesystem::exists(state.db())) {
+    std::cout << "autoresearchd: " << (pid ? "starting" : "not running") << "; no results yet in "
+              << config.repo.string() << "\n";
+    return 0;
+  }
+  Store store(state.db().string());
+  std::cout << render_status(store, config.tag, pid, now_seconds());
+  return 0;
+}
+
+int cmd_show(const Options& o, int64_t id) {
+  Config config = resolve(o);
+  StateDir state(config.repo);
+  if (!std::filesystem::exists(state.db())) throw FatalError("no results yet in " + config.repo.string());
+  Store store(state.db().string());
+  auto text = render_show(store, id);
+  if (!text) throw FatalError("no experiment #" + std::to_string(id));
+  std::cout << *text;
+  return 0;
+}
+
+int cmd_export(const Options& o) {
+  Config config = resolve(o);
+  StateDir state(config.repo);
+  if (!std::filesystem::exists(state.db())) throw FatalError("no results yet in " + config.repo.string());
+  Store store(state.db().string());
+  std::cout << render_tsv(store, config.tag);
+  return 0;
+}
+
+int cmd_prepare(const Options& o) {
+  Config config = resolve(o);
+  if (!config.data.enabled) throw ConfigError("data.enabled: the data step is disabled in this config");
+  StateDir state(config.repo);
+  state.create();
+  auto lock = DaemonLock::acquire(state.pid_file());
+  if (!lock) throw FatalError("a daemon runs on this repo; it prepares the data itself at start");
+  Log log(state.log_file(), true);
+  GitRepo repo(config.repo);
+  repo.exclude("/.autoresearchd/");
+  auto worktree = repo.open_worktree(config.tag, "autoresearch/" + config.tag, state.worktree(config.tag));
+  install_signal_handlers();
+  PosixProcessRunner runner(&g_stop);
+  std::cout << prepare_data(config, worktree->workdir(), state, runner, log) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"autoresearchd: runs training experiments on a research repo around the clock and keeps the\n"
+               "edits that lower val_bpb. State lives in <repo>/.autoresearchd/."};
+  app.require_subcommand(1);
+  Options o;
+  auto common = [&](CLI::App* sub, bool with_tag) {
+    sub->add_option("--repo", o.repo, "research repo (default: the git repo around the current directory)");
+    sub->add_option("--config", o.config, "config file (default: <repo>/autoresearch.toml)");
+    if (with_tag) sub->add_option("--tag", o.tag, "run tag: branch autoresearch/<tag> (default: the config's tag)");
+  };
+  bool detach = false;
+  double stop_timeout = 120;
+  int64_t show_id = 0;
+  bool tsv = false;
+
+  CLI::App* start = app.add_subcommand("start", "run the experiment loop until stopped");
+  common(start, true);
+  start->add_flag("--detach", detach, "run in the background (log in .autoresearchd/daemon.log)");
+  CLI::App* stop = app.add_subcommand("stop", "stop the running daemon cleanly");
+  common(stop, false);
+  stop->add_option("--timeout", stop_timeout, "seconds to wait for it to exit")->check(CLI::PositiveNumber);
+  CLI::App* status = app.add_subcommand("status", "history, best result, throughput and what runs now");
+  common(status, true);
+  CLI::App* show = app.add_subcommand("show", "one experiment in full");
+  common(show, false);
+  show->add_option("ID", show_id, "experiment id")->required()->check(CLI::PositiveNumber);
+  CLI::App* exp = app.add_subcommand("export", "the history in results.tsv format");
+  common(exp, true);
+  exp->add_flag("--tsv", tsv, "tab-separated: commit, val_bpb, memory_gb, status, description")->required();
+  CLI::App* prepare = app.add_subcommand("prepare", "build the trainer and prepare the data; print its data_dir");
+  common(prepare, true);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::string msg = e.what();
+    for (char& c : msg)
+      if (c == '\n') c = ' ';
+    std::cerr << "autoresearchd: error: " << msg << " (see autoresearchd --help)\n";
+    return 2;
+  }
+
+  GitLibrary git;
+  try {
+    if (*start) return cmd_start(o, detach);
+    if (*stop) return cmd_stop(o, stop_timeout);
+    if (*status) return cmd_status(o);
+    if (*show) return cmd_show(o, show_id);
+    if (*exp) return cmd_export(o);
+    if (*prepare) return cmd_prepare(o);
+  } catch (const std::exception& e) {
+    std::cerr << "autoresearchd: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 2;
+}
+
+}  // namespace ard

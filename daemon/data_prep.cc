@@ -1,0 +1,76 @@
+// See data_prep.h.
+#include "daemon/data_prep.h"
+
+#include <sstream>
+
+#include "daemon/fatal_error.h"
+
+namespace ard {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string input_path(const Config& config, const std::string& p) {
+  std::filesystem::path path = expand_home(p);
+  if (path.is_relative()) path = config.repo / path;
+  return path.lexically_normal().string();
+}
+
+/// The last line of text that starts with prefix, without the prefix.
+std::string last_line_with(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string found;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) found = line.substr(prefix.size());
+  return found;
+}
+
+std::string last_nonempty_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string found;
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) found = line;
+  return found;
+}
+
+}  // namespace
+
+std::string prepare_command(const Config& config) {
+  std::string cmd = quote(config.data.prepare);
+  for (const auto& t : config.data.train) cmd += " --train " + quote(input_path(config, t));
+  for (const auto& v : config.data.val) cmd += " --val " + quote(input_path(config, v));
+  cmd += " --field " + quote(config.data.field);
+  cmd += " --cache " + quote(expand_home(config.data.cache));
+  return cmd;
+}
+
+std::string prepare_data(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
+                         ProcessRunner& runner, Log& log) {
+  auto env = scrubbed_env(config.env_pass);
+  log("data: building the trainer at the branch tip");
+  ProcessSpec build{config.build_command, worktree, env, state.logs() / "data-build.log", config.build_timeout_s};
+  ProcessResult b = runner.run(build, nullptr);
+  if (b.end == ProcessResult::End::kStopped) throw FatalError("stopped while building for the data step");
+  if (!b.ok())
+    throw FatalError("data: the base trainer does not build (" + b.describe() + "): " +
+                     last_nonempty_line(file_tail(build.log, 20)) + " [log " + build.log.string() + "]");
+
+  std::string cmd = prepare_command(config);
+  log("data: " + cmd);
+  ProcessSpec prep{cmd, worktree, env, state.logs() / "data-prepare.log", config.data.timeout_s};
+  ProcessResult p = runner.run(prep, nullptr);
+  std::string out = file_tail(prep.log, 200, 65536);
+  if (p.end == ProcessResult::End::kStopped) throw FatalError("stopped while preparing the data");
+  if (!p.ok())
+    throw FatalError("data: prepare failed (" + p.describe() + "): " + last_nonempty_line(out));
+  std::string dir = last_line_with(out, "data_dir: ");
+  if (dir.empty()) throw FatalError("data: prepare printed no 'data_dir:' line [log " + prep.log.string() + "]");
+  log("data: data_dir " + dir);
+  return dir;
+}
+
+}  // namespace ard

@@ -1,0 +1,24 @@
+// The data step: once per daemon start, build the trainer in the worktree and
+// run the harness's prepare binary on the configured inputs; its last line
+// `data_dir: PATH` gives the {data_dir} of the stage commands.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/process_runner.h"
+#include "daemon/state_dir.h"
+
+namespace ard {
+
+/// The prepare command line for config, with inputs resolved against the repo.
+std::string prepare_command(const Config& config);
+
+/// Builds the worktree as it stands and runs prepare. Returns the data dir;
+/// throws FatalError naming the cause (with the child's own error line).
+std::string prepare_data(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
+                         ProcessRunner& runner, Log& log);
+
+}  // namespace ard

@@ -1,0 +1,177 @@
+// See report.h.
+#include "daemon/report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "daemon/log.h"
+
+namespace ard {
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string signed_fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.*f", digits, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, size_t width, bool right = false) {
+  if (s.size() >= width) return s;
+  std::string fill(width - s.size(), ' ');
+  return right ? fill + s : s + fill;
+}
+
+std::string clean(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return out;
+}
+
+std::string clock_time(double t) { return format_time(t).substr(11); }
+
+}  // namespace
+
+std::string format_duration(double s) {
+  if (s < 60) return fixed(s, 1) + "s";
+  long total = static_cast<long>(s + 0.5);
+  char buf[32];
+  if (total < 3600) std::snprintf(buf, sizeof buf, "%ldm%02lds", total / 60, total % 60);
+  else std::snprintf(buf, sizeof buf, "%ldh%02ldm", total / 3600, (total % 3600) / 60);
+  return buf;
+}
+
+std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now) {
+  std::ostringstream os;
+  auto rows = store.experiments(tag);
+  auto session = store.last_session();
+  os << "autoresearchd: ";
+  if (daemon_pid) {
+    os << "running (pid " << *daemon_pid << ")";
+    if (session) os << " since " << format_time(session->started_at);
+  } else {
+    os << "not running";
+    if (session && session->ended_at)
+      os << " (last stopped " << format_time(*session->ended_at) << ": " << session->end_reason << ")";
+  }
+  os << "\ntag " << tag << ", branch autoresearch/" << tag << "\n\n";
+
+  os << pad("id", 4, true) << "  " << pad("commit", 7) << "  " << pad("val_bpb", 9, true) << "  "
+     << pad("delta", 9, true) << "  " << pad("status", 14) << "  " << pad("duration", 8, true) << "  description\n";
+  std::optional<double> best;
+  const ExperimentRow* best_row = nullptr;
+  int finished = 0;
+  double training = 0;
+  for (const auto& r : rows) {
+    std::string val = r.val_bpb ? fixed(*r.val_bpb, 6) : "-";
+    std::string delta = r.val_bpb && best ? signed_fixed(*r.val_bpb - *best, 6) : "-";
+    double end = r.ended_at ? *r.ended_at : now;
+    os << pad(std::to_string(r.id), 4, true) << "  " << pad(r.commit.empty() ? "-" : r.commit.substr(0, 7), 7)
+       << "  " << pad(val, 9, true) << "  " << pad(delta, 9, true) << "  " << pad(r.state, 14) << "  "
+       << pad(format_duration(end - r.started_at), 8, true) << "  " << clean(r.description) << "\n";
+    if (r.state == status::kKept && r.val_bpb) {
+      best = r.val_bpb;
+      best_row = &r;
+    }
+    if (is_final_state(r.state) && r.state != status::kInterrupted) ++finished;
+    if (r.training_seconds) training += *r.training_seconds;
+  }
+  if (rows.empty()) os << "(no experiments yet)\n";
+  os << "\n";
+  if (best_row)
+    os << "best: " << fixed(*best_row->val_bpb, 6) << " at " << best_row->commit.substr(0, 7) << " (#" << best_row->id
+       << " " << clean(best_row->description) << ")\n";
+  else
+    os << "best: none yet\n";
+
+  // Wall time: from the first experiment's start to now, or to the last
+  // experiment's end when no daemon runs.
+  double wall = 0;
+  {
+    double first = rows.empty() ? now : rows.front().started_at;
+    double last = now;
+    if (!daemon_pid && !rows.empty()) last = rows.back().ended_at.value_or(rows.back().started_at);
+    wall = last > first ? last - first : 0;
+  }
+  os << "experiments: " << finished << " finished in " << format_duration(wall);
+  if (wall > 0) os << " (" << fixed(finished / (wall / 3600.0), 1) << " per hour)";
+  os << "; training share of wall time: " << (wall > 0 ? fixed(100.0 * training / wall, 1) : "0.0") << "%\n";
+
+  LlmTotals llm = store.llm_totals();
+  os << "llm: " << llm.calls << " calls, " << llm.input_tokens << " input + " << llm.output_tokens
+     << " output tokens, $" << fixed(llm.cost_usd, 4) << "\n";
+
+  const ExperimentRow* current = nullptr;
+  for (const auto& r : rows)
+    if (!is_final_state(r.state)) current = &r;
+  if (!current) {
+    os << "now: " << (daemon_pid ? "idle" : "nothing") << "\n";
+  } else if (!daemon_pid) {
+    os << "now: #" << current->id << " was " << current->state << " when the daemon died; the next start marks it interrupted\n";
+  } else if (current->state == "proposing") {
+    os << "now: #" << current->id << " waiting for a proposal (" << format_duration(now - current->started_at) << ")\n";
+  } else {
+    os << "now: #" << current->id << " " << current->state << " stage " << current->stage;
+    if (current->stage_started_at) os << ", " << format_duration(now - *current->stage_started_at) << " elapsed";
+    if (current->stage_expected) os << ", expected end " << clock_time(*current->stage_expected);
+    if (current->stage_deadline) os << " (timeout at " << clock_time(*current->stage_deadline) << ")";
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::optional<std::string> render_show(Store& store, int64_t id) {
+  auto r = store.experiment(id);
+  if (!r) return std::nullopt;
+  std::ostringstream os;
+  os << "experiment #" << r->id << " (tag " << r->tag << ")" << (r->is_baseline ? " baseline" : "") << "\n";
+  os << "status:       " << r->state << (r->stage.empty() ? "" : " (stage " + r->stage + ")") << "\n";
+  os << "description:  " << r->description << "\n";
+  os << "commit:       " << (r->commit.empty() ? "-" : r->commit) << "\n";
+  os << "parent:       " << r->parent_commit << "\n";
+  if (r->fix_of) os << "fixes:        build failure of #" << *r->fix_of << "\n";
+  os << "proposer:     " << r->proposer << "\n";
+  os << "program.md:   " << (r->program_hash.empty() ? "-" : r->program_hash) << "\n";
+  os << "started:      " << format_time(r->started_at);
+  if (r->ended_at) os << ", took " << format_duration(*r->ended_at - r->started_at);
+  os << "\n";
+  if (r->val_bpb) os << "val_bpb:      " << fixed(*r->val_bpb, 6) << "\n";
+  if (!r->summary_json.empty()) os << "summary:      " << r->summary_json << "\n";
+  if (!r->error.empty()) os << "error:        " << r->error << "\n";
+
+  auto attempts = store.attempts(id);
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const auto& a = attempts[i];
+    os << "\n--- proposer attempt " << i + 1 << (a.error.empty() ? "" : " (failed: " + a.error + ")") << "\n";
+    if (!a.prompt.empty()) os << "prompt:\n" << a.prompt << (a.prompt.back() == '\n' ? "" : "\n");
+    os << "response:\n" << a.response << (a.response.empty() || a.response.back() == '\n' ? "" : "\n");
+  }
+  if (!r->diff.empty()) os << "\n--- diff\n" << r->diff;
+  if (!r->log_tail.empty()) os << "\n--- log tail\n" << r->log_tail << (r->log_tail.back() == '\n' ? "" : "\n");
+  if (!r->program_hash.empty()) {
+    if (auto p = store.program(r->program_hash))
+      os << "\n--- program.md (" << r->program_hash.substr(0, 12) << ")\n" << *p
+         << (p->empty() || p->back() == '\n' ? "" : "\n");
+  }
+  return os.str();
+}
+
+std::string render_tsv(Store& store, const std::string& tag) {
+  std::ostringstream os;
+  os << "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n";
+  for (const auto& r : store.experiments(tag)) {
+    if (r.commit.empty() || !is_final_state(r.state)) continue;
+    const char* st = r.state == status::kKept ? "keep" : r.state == status::kDiscarded ? "discard" : "crash";
+    os << r.commit.substr(0, 7) << "\t" << fixed(r.val_bpb.value_or(0), 6) << "\t"
+       << fixed(r.peak_vram_mb.value_or(0) / 1024.0, 1) << "\t" << st << "\t" << clean(r.description) << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace ard

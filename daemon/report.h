@@ -1,0 +1,28 @@
+// What `status`, `show` and `export --tsv` print, rendered from the store.
+// Pure functions of the rows and the clock, so tests can check them exactly.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "daemon/store.h"
+
+namespace ard {
+
+/// The history table, the best result, throughput, LLM usage and what runs now.
+/// daemon_pid: the running daemon, or nullopt when none runs.
+std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now);
+
+/// One experiment in full; nullopt when there is no such id.
+std::optional<std::string> render_show(Store& store, int64_t id);
+
+/// The history as results.tsv: commit, val_bpb, memory_gb, status, description.
+/// Experiments that never got a commit of their own are left out.
+std::string render_tsv(Store& store, const std::string& tag);
+
+/// "1h02m", "4m05s", "12.3s".
+std::string format_duration(double seconds);
+
+}  // namespace ard

@@ -1,0 +1,50 @@
+// See state_dir.h.
+#include "daemon/state_dir.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <stdexcept>
+
+namespace ard {
+
+void StateDir::create() const { std::filesystem::create_directories(logs()); }
+
+std::optional<DaemonLock> DaemonLock::acquire(const std::filesystem::path& pid_file) {
+  int fd = open(pid_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open " + pid_file.string() + ": " + strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    close(fd);
+    if (err == EWOULDBLOCK) return std::nullopt;
+    throw std::runtime_error("cannot lock " + pid_file.string() + ": " + strerror(err));
+  }
+  std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    close(fd);
+    throw std::runtime_error("cannot write " + pid_file.string() + ": " + strerror(errno));
+  }
+  return DaemonLock(fd);
+}
+
+DaemonLock::~DaemonLock() {
+  if (fd_ >= 0) close(fd_);  // closing the only descriptor releases the flock
+}
+
+std::optional<pid_t> running_daemon(const std::filesystem::path& pid_file) {
+  int fd = open(pid_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  if (!held) return std::nullopt;
+  std::ifstream in(pid_file);
+  long pid = 0;
+  // The holder may not have written its pid yet; it is running all the same.
+  if (!(in >> pid) || pid <= 0) return pid_t{0};
+  return static_cast<pid_t>(pid);
+}
+
+}  // namespace ard

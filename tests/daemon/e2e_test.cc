@@ -1,0 +1,377 @@
+// End-to-end tests: autoresearchd runs as a real process on a temporary git
+// repo, with fake_trainer as its build and stages and the scripted proposer.
+// They check the branch, the database, `status`, `export --tsv`, restarts
+// after SIGKILL, program.md edits, and the command line's errors.
+#include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "daemon/process_runner.h"
+#include "daemon/state_dir.h"
+#include "daemon/store.h"
+#include "daemon/test_util.h"
+
+namespace ard {
+namespace {
+
+using testing::read_file;
+using testing::sh_quote;
+using testing::shell;
+using testing::write_file;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kDaemon = AUTORESEARCHD;
+const std::string kFake = FAKE_TRAINER;
+
+/// One scripted edit: the whole new trainer/train.cu.
+nlohmann::json edit(const std::string& description, const std::string& train_cu) {
+  return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
+}
+
+class DaemonE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo = dir.path() / "research";
+    write_file(repo / "trainer/train.cu", "val_bpb 1.0\n");
+    write_file(repo / "trainer/harness/eval.h", "// fixed evaluation\n");
+    write_file(repo / "program.md", "# program v1\nLower val_bpb.\n");
+    write_file(repo / ".gitignore", "build/\n");
+    ASSERT_EQ(git("init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base").code, 0);
+    base = trim(git("rev-parse HEAD").out);
+  }
+  void TearDown() override {
+    // Never leave a daemon behind, whatever the test did.
+    if (auto pid = running_daemon(repo / ".autoresearchd/daemon.pid"); pid && *pid > 0) {
+      kill(*pid, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    for (pid_t p : children) {
+      kill(p, SIGKILL);
+      int st;
+      waitpid(p, &st, 0);
+    }
+  }
+
+  static std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+  testing::ShellResult git(const std::string& args) {
+    return shell("cd " + sh_quote(repo.string()) + " && git " + args);
+  }
+  testing::ShellResult daemon(const std::string& args, const std::string& env = "") {
+    return shell("cd " + sh_quote(repo.string()) + " && " + env + " " + kDaemon + " " + args);
+  }
+
+  void write_config(double train_timeout_s, const std::string& extra = "") {
+    write_file(repo / "autoresearch.toml", R"(
+tag = "e2e"
+budget_s = 1
+startup_s = 1
+retry_wait_s = 0.2
+max_fix_attempts = 1
+)" + extra + R"(
+[build]
+command = "mkdir -p build && env > build/env.txt && )" + kFake + R"( build trainer/train.cu"
+timeout_s = 10
+[[stage]]
+name = "check"
+command = ")" + kFake + R"( run trainer/train.cu --check"
+timeout_s = 5
+[[stage]]
+name = "train"
+command = ")" + kFake + R"( run trainer/train.cu --data {data_dir}"
+timeout_s = )" + std::to_string(train_timeout_s) + R"(
+[data]
+enabled = false
+[proposer]
+kind = "scripted"
+script = "script.json"
+)");
+  }
+  void write_script(const nlohmann::json& entries) { write_file(repo / "script.json", entries.dump(2)); }
+
+  std::filesystem::path db_path() const { return repo / ".autoresearchd/results.db"; }
+  pid_t daemon_pid() {
+    std::string text = read_file(repo / ".autoresearchd/daemon.pid");
+    return text.empty() ? 0 : static_cast<pid_t>(std::stol(text));
+  }
+
+  /// Starts `autoresearchd start` in the foreground as our own child.
+  pid_t spawn_daemon(const std::string& log_name) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(repo.c_str()) != 0) _exit(127);
+      FILE* f = std::fopen((dir.path() / log_name).c_str(), "a");
+      if (f) {
+        dup2(fileno(f), 1);
+        dup2(fileno(f), 2);
+      }
+      execl(kDaemon.c_str(), kDaemon.c_str(), "start", nullptr);
+      _exit(127);
+    }
+    children.push_back(pid);
+    return pid;
+  }
+
+  /// Polls the store until pred holds for its experiments, or fails after timeout_s.
+  std::vector<ExperimentRow> wait_for(const std::function<bool(const std::vector<ExperimentRow>&)>& pred,
+                                      double timeout_s = 60) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<ExperimentRow> rows;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(timeout_s)) {
+      if (std::filesystem::exists(db_path())) {
+        Store store(db_path().string());
+        rows = store.experiments("e2e");
+        if (pred(rows)) return rows;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "timed out waiting; " << rows.size() << " rows; daemon log:\n"
+                  << read_file(repo / ".autoresearchd/daemon.log");
+    return rows;
+  }
+  static size_t finished(const std::vector<ExperimentRow>& rows) {
+    size_t n = 0;
+    for (const auto& r : rows) n += is_final_state(r.state) ? 1 : 0;
+    return n;
+  }
+
+  testing::TempDir dir;
+  std::filesystem::path repo;
+  std::string base;
+  std::vector<pid_t> children;
+};
+
+TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
+  write_config(1.5);
+  write_script(nlohmann::json::array({
+      edit("lower val to 0.95", "val_bpb 0.95\n"),                                    // #2 kept
+      edit("regress to 0.97", "val_bpb 0.97\n"),                                      // #3 discarded
+      edit("crash in training", "val_bpb 0.5\nCRASH\n"),                              // #4 crash
+      edit("hang forever", "val_bpb 0.5\nHANG\n"),                                    // #5 timeout
+      edit("break the build", "val_bpb 0.9\nBUILD_ERROR 'x' was not declared\n"),     // #6 build_fail
+      edit("fix the build", "val_bpb 0.90\n"),                                        // #7 kept, fixes #6
+      edit("nan loss", "NAN\n"),                                                      // #8 crash
+      edit("print nothing", "SILENT\n"),                                              // #9 crash
+      {{"description", "touch the harness"},
+       {"writes", {{{"path", "trainer/harness/eval.h"}, {"content", "cheat\n"}}}}},  // #10 patch_rejected
+      edit("tamper via the build", "val_bpb 0.5\nTAMPER\n"),                          // #11 tampered
+      edit("reach 0.80", "val_bpb 0.80\nvram 4096\nseconds 0.2\n"),                  // #12 kept
+      edit("fail loudly", "FAIL\n"),                                                  // #13 crash
+  }));
+  auto started = daemon("start --detach", "OPENAI_API_KEY=sk-should-not-leak");
+  ASSERT_EQ(started.code, 0) << started.out;
+  EXPECT_THAT(started.out, HasSubstr("started, pid"));
+
+  // A second daemon on the same repo is refused.
+  auto second = daemon("start");
+  EXPECT_EQ(second.code, 1);
+  EXPECT_THAT(second.out, HasSubstr("a daemon already runs"));
+
+  wait_for([](const auto& r) { return finished(r) >= 13; });
+
+  auto running = daemon("status");
+  EXPECT_EQ(running.code, 0);
+  EXPECT_THAT(running.out, HasSubstr("running (pid"));
+  std::cout << "status while running:\n" << running.out;
+
+  auto stopped = daemon("stop");
+  ASSERT_EQ(stopped.code, 0) << stopped.out;
+  EXPECT_THAT(stopped.out, HasSubstr("stopped"));
+  // The experiment that was waiting for a proposal recorded nothing and is gone.
+  auto rows = Store(db_path().string()).experiments("e2e");
+  ASSERT_EQ(rows.size(), 13u);
+
+  const std::vector<std::string> want = {"kept",  "kept",  "discarded", "crash",   "timeout",
+                                         "build_fail", "kept", "crash", "crash", "patch_rejected",
+                                         "tampered", "kept", "crash"};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].state, want[i]) << "#" << rows[i].id << " " << rows[i].error;
+  EXPECT_TRUE(rows[0].is_baseline);
+  EXPECT_EQ(rows[0].commit, base);
+  EXPECT_DOUBLE_EQ(*rows[1].val_bpb, 0.95);
+  EXPECT_DOUBLE_EQ(*rows[2].val_bpb, 0.97);
+  EXPECT_THAT(rows[3].error, HasSubstr("stage train failed (killed by signal 6"));
+  EXPECT_THAT(rows[3].log_tail, HasSubstr("step 1 | loss 8.50"));
+  EXPECT_EQ(rows[4].stage, "train");
+  EXPECT_THAT(rows[4].error, HasSubstr("timed out"));
+  EXPECT_THAT(rows[5].error, HasSubstr("error: 'x' was not declared"));
+  EXPECT_EQ(rows[6].fix_of, rows[5].id);
+  EXPECT_THAT(rows[7].error, HasSubstr("val_bpb is nan"));
+  EXPECT_THAT(rows[8].error, HasSubstr("no summary"));
+  EXPECT_EQ(rows[9].error, "edit touches trainer/harness/eval.h, which is not editable");
+  EXPECT_TRUE(rows[9].commit.empty());
+  EXPECT_THAT(rows[10].error, HasSubstr("trainer/harness/eval.h"));
+  EXPECT_EQ(rows[10].stage, "build");
+  EXPECT_THAT(rows[12].error, HasSubstr("FAIL: loss is NaN at step 3"));
+  EXPECT_DOUBLE_EQ(*rows[11].peak_vram_mb, 4096);
+
+  // The branch holds exactly the improving commits, in order, on the base.
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out,
+            "reach 0.80\nfix the build\nlower val to 0.95\nbase\n");
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), rows[11].commit);
+  EXPECT_EQ(trim(git("rev-parse HEAD").out), base);  // the user's checkout is untouched
+  EXPECT_EQ(read_file(repo / "trainer/harness/eval.h"), "// fixed evaluation\n");
+  EXPECT_EQ(git("status --porcelain --untracked-files=no").out, "");
+  auto wt = repo / ".autoresearchd/worktrees/e2e";
+  EXPECT_EQ(read_file(wt / "trainer/harness/eval.h"), "// fixed evaluation\n");  // tampering was reset
+  EXPECT_EQ(read_file(wt / "trainer/train.cu"), "val_bpb 0.80\nvram 4096\nseconds 0.2\n");
+  // Children never saw the daemon's secrets.
+  std::string env = read_file(wt / "build/env.txt");
+  EXPECT_THAT(env, HasSubstr("PATH="));
+  EXPECT_THAT(env, Not(HasSubstr("sk-should-not-leak")));
+
+  auto status = daemon("status");
+  EXPECT_EQ(status.code, 0);
+  std::cout << "status after stop:\n" << status.out;
+  EXPECT_THAT(status.out, HasSubstr("not running (last stopped"));
+  EXPECT_THAT(status.out, HasSubstr("best: 0.800000 at " + rows[11].commit.substr(0, 7)));
+  EXPECT_THAT(status.out, HasSubstr(" 0.970000  +0.020000  discarded"));
+  EXPECT_THAT(status.out, HasSubstr("experiments: 13 finished"));
+  EXPECT_THAT(status.out, HasSubstr("per hour"));
+  EXPECT_THAT(status.out, HasSubstr("training share of wall time"));
+  EXPECT_THAT(status.out, HasSubstr("now: nothing"));
+
+  auto tsv = daemon("export --tsv");
+  ASSERT_EQ(tsv.code, 0);
+  std::vector<std::string> lines;
+  std::istringstream in(tsv.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 13u);  // header + 12 committed experiments (the rejected patch has no commit)
+  EXPECT_EQ(lines[0], "commit\tval_bpb\tmemory_gb\tstatus\tdescription");
+  EXPECT_EQ(lines[1], base.substr(0, 7) + "\t1.000000\t1.0\tkeep\tbaseline");
+  EXPECT_EQ(lines[3], rows[2].commit.substr(0, 7) + "\t0.970000\t1.0\tdiscard\tregress to 0.97");
+  EXPECT_EQ(lines[4], rows[3].commit.substr(0, 7) + "\t0.000000\t0.0\tcrash\tcrash in training");
+  EXPECT_EQ(lines[11], rows[11].commit.substr(0, 7) + "\t0.800000\t4.0\tkeep\treach 0.80");
+
+  auto show = daemon("show " + std::to_string(rows[5].id));
+  EXPECT_EQ(show.code, 0);
+  EXPECT_THAT(show.out, HasSubstr("status:       build_fail"));
+  EXPECT_THAT(show.out, HasSubstr("+BUILD_ERROR"));  // the diff
+  EXPECT_THAT(show.out, HasSubstr("\"break the build\""));  // the proposer's response
+  EXPECT_THAT(show.out, HasSubstr("# program v1"));
+  EXPECT_THAT(show.out, HasSubstr("ninja: build stopped"));  // the log tail
+  EXPECT_EQ(daemon("show 999").code, 1);
+}
+
+TEST_F(DaemonE2E, SigkillMidRunThenRestartReconciles) {
+  write_config(60);
+  write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n"), edit("improve", "val_bpb 0.9\n")}));
+  pid_t first = spawn_daemon("first.log");
+  auto rows = wait_for([](const auto& r) { return r.size() == 2 && r[1].state == "running" && r[1].stage == "train" && r[1].pgid; });
+  ASSERT_EQ(rows.size(), 2u);
+  pid_t pgid = static_cast<pid_t>(*rows[1].pgid);
+  ASSERT_FALSE(group_members(pgid).empty());
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), rows[1].commit);  // the hanging edit is the tip
+  kill(first, SIGKILL);
+  int st;
+  waitpid(first, &st, 0);
+  children.clear();
+  EXPECT_FALSE(group_members(pgid).empty());  // the child outlived the daemon
+
+  pid_t second = spawn_daemon("second.log");
+  rows = wait_for([](const auto& r) { return finished(r) == 3; });
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_TRUE(group_members(pgid).empty());  // the orphaned group was killed
+  EXPECT_EQ(rows[0].state, "kept");
+  EXPECT_EQ(rows[1].state, "interrupted");
+  EXPECT_THAT(rows[1].error, HasSubstr("stage train"));
+  EXPECT_FALSE(rows[1].pgid);
+  EXPECT_EQ(rows[2].state, "kept");
+  EXPECT_EQ(rows[2].parent_commit, base);
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "improve\nbase\n");
+
+  kill(second, SIGTERM);
+  waitpid(second, &st, 0);
+  children.clear();
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  Store store(db_path().string());
+  EXPECT_EQ(store.experiments("e2e").size(), 3u);
+  EXPECT_TRUE(store.unfinished().empty());
+  auto sessions = shell("sqlite3 " + sh_quote(db_path().string()) + " 'SELECT end_reason FROM sessions ORDER BY id'");
+  EXPECT_EQ(sessions.out, "killed\nstopped\n");
+}
+
+TEST_F(DaemonE2E, ProgramEditsTakeEffectOnTheNextExperiment) {
+  write_config(10);
+  nlohmann::json script = nlohmann::json::array();
+  for (int i = 0; i < 30; ++i)
+    script.push_back(edit("try " + std::to_string(i), "val_bpb " + std::to_string(1.0 - 0.01 * i) + "\nseconds 0.2\n"));
+  write_script(script);
+  pid_t pid = spawn_daemon("daemon.log");
+  wait_for([](const auto& r) { return finished(r) >= 2; });
+  std::string v1 = Store(db_path().string()).experiments("e2e").front().program_hash;
+  write_file(repo / "program.md", "# program v2\nTry a deeper model.\n");
+  auto rows = wait_for([&](const auto& r) {
+    return std::any_of(r.begin(), r.end(), [&](const ExperimentRow& e) {
+      return is_final_state(e.state) && !e.program_hash.empty() && e.program_hash != v1;
+    });
+  });
+  const ExperimentRow* first_v2 = nullptr;
+  for (const auto& r : rows)
+    if (!first_v2 && r.program_hash != v1) first_v2 = &r;
+  ASSERT_TRUE(first_v2);
+  kill(pid, SIGTERM);
+  int st;
+  waitpid(pid, &st, 0);
+  children.clear();
+
+  Store store(db_path().string());
+  EXPECT_EQ(store.program_count(), 2);
+  std::string v2 = first_v2->program_hash;
+  EXPECT_NE(v2, v1);
+  EXPECT_EQ(store.program(v2), "# program v2\nTry a deeper model.\n");
+  // Every experiment used one of the two versions, v1 ones first.
+  bool seen_v2 = false;
+  for (const auto& r : store.experiments("e2e")) {
+    EXPECT_TRUE(r.program_hash == v1 || r.program_hash == v2);
+    if (r.program_hash == v2) seen_v2 = true;
+    else EXPECT_FALSE(seen_v2) << "#" << r.id << " went back to the old program.md";
+  }
+  EXPECT_THAT(daemon("show " + std::to_string(first_v2->id)).out, HasSubstr("# program v2"));
+}
+
+TEST_F(DaemonE2E, CommandLineErrorsAreOneLineWithExitCode2) {
+  EXPECT_EQ(daemon("--help").code, 0);
+  for (const char* sub : {"start", "stop", "status", "show", "export", "prepare"}) {
+    auto r = daemon(std::string(sub) + " --help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_THAT(r.out, HasSubstr("--repo")) << sub;
+  }
+  for (const char* bad : {"frobnicate", "start --bogus", "show", "show abc", "export", ""}) {
+    auto r = daemon(bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << bad << ": " << r.out;
+  }
+  EXPECT_EQ(daemon("stop").code, 1);  // nothing runs
+  auto status = daemon("status");
+  EXPECT_EQ(status.code, 0);
+  EXPECT_THAT(status.out, HasSubstr("not running"));
+}
+
+TEST_F(DaemonE2E, ConfigErrorsNameTheKeyAndStopTheStart) {
+  write_config(5, "budget = 3\n");
+  auto r = daemon("start");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("budget: unknown key"));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  write_config(5);
+  write_file(repo / "autoresearch.toml", read_file(repo / "autoresearch.toml") + "[llm]\n");
+  write_file(repo / "autoresearch.toml",
+             std::regex_replace(read_file(repo / "autoresearch.toml"), std::regex("kind = \"scripted\""), "kind = \"psychic\""));
+  r = daemon("start --detach");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("proposer.kind: unknown proposer 'psychic'"));
+  EXPECT_EQ(daemon_pid() > 0 ? kill(daemon_pid(), 0) : -1, -1);  // nothing left running
+}
+
+}  // namespace
+}  // namespace ard
