@@ -1,0 +1,24 @@
+// Unit tests of the loop's helpers; the loop itself runs end to end in
+// tests/daemon/e2e_test.cc against real processes and a real repo.
+#include "daemon/experiment_loop.h"
+
+#include <gtest/gtest.h>
+
+namespace ard {
+namespace {
+
+TEST(Substitute, ReplacesEveryPlaceholder) {
+  EXPECT_EQ(substitute("t --data {data_dir} --time-budget {budget} -C {worktree} {data_dir}", "/d", 300, "/w"),
+            "t --data /d --time-budget 300 -C /w /d");
+  EXPECT_EQ(substitute("{budget}", "", 2.5, ""), "2.5");
+  EXPECT_EQ(substitute("no braces", "/d", 1, "/w"), "no braces");
+}
+
+TEST(CompilerErrors, KeepsTheErrorLinesOrElseTheTail) {
+  EXPECT_EQ(compiler_errors("[1/2] cc a.cu\na.cu:3:1: error: x undeclared\nnote: here\nninja: build stopped\n"),
+            "a.cu:3:1: error: x undeclared\n");
+  EXPECT_EQ(compiler_errors("one\ntwo\n"), "one\ntwo\n");
+}
+
+}  // namespace
+}  // namespace ard

@@ -1,0 +1,50 @@
+// Tests of the proposer factory: the scripted kind, and one-line config
+// errors for unknown kinds and bad scripts.
+#include "daemon/proposer_factory.h"
+
+#include <gmock/gmock.h>
+
+#include "daemon/test_util.h"
+
+namespace ard {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct NullSink : llm::CallSink {
+  void record(const llm::CallRecord&) override {}
+};
+
+TEST(ProposerFactory, BuildsTheScriptedProposerFromARepoRelativeScript) {
+  testing::TempDir dir;
+  testing::write_file(dir / "edits.json", "[]");
+  NullSink sink;
+  Config c = parse_config("[proposer]\nkind = 'scripted'\nscript = 'edits.json'\n", dir.path());
+  EXPECT_EQ(make_proposer(c, sink)->name(), "scripted");
+}
+
+TEST(ProposerFactory, ErrorsNameTheKey) {
+  testing::TempDir dir;
+  NullSink sink;
+  try {
+    make_proposer(parse_config("[proposer]\nkind = 'psychic'\n", dir.path()), sink);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("proposer.kind: unknown proposer 'psychic'"));
+  }
+  try {
+    make_proposer(parse_config("[proposer]\nkind = 'scripted'\n", dir.path()), sink);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("proposer.script: required"));
+  }
+  try {
+    make_proposer(parse_config("[proposer]\nkind = 'scripted'\nscript = 'missing.json'\n", dir.path()), sink);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("proposer.script:"));
+  }
+}
+
+}  // namespace
+}  // namespace ard

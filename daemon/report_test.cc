@@ -1,0 +1,88 @@
+// Tests of status, show and export rendering on a store filled by hand.
+#include "daemon/report.h"
+
+#include <gmock/gmock.h>
+
+#include "daemon/test_util.h"
+
+namespace ard {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kBase = "1111111111111111111111111111111111111111";
+const std::string kTwo = "2222222222222222222222222222222222222222";
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store.add_run("t", "autoresearch/t", kBase);
+    store.put_program("p1", "# program\n");
+    int64_t a = store.create_experiment("t", true, kBase, "p1", "baseline", std::nullopt);
+    store.set_proposal(a, "baseline");
+    store.set_commit(a, kBase, "");
+    store.set_metrics(a, {1.0, 2048.0, 30.0, "{}"});
+    store.finish(a, status::kKept, "", "");
+    int64_t b = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
+    store.set_proposal(b, "wider\tmlp");
+    store.set_commit(b, kTwo, "+wider\n");
+    store.set_metrics(b, {1.25, 1024.0, 30.0, "{}"});
+    store.add_attempt(b, 1, {"the prompt", "the response", ""});
+    store.finish(b, status::kDiscarded, "no improvement", "tail line\n");
+    int64_t c = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
+    store.set_proposal(c, "touch harness");
+    store.finish(c, status::kPatchRejected, "edit touches x, which is not editable", "");
+    running = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
+    store.set_proposal(running, "deeper");
+    store.set_stage(running, "running", "train", 1000.0, 1720.0, 1420.0);
+  }
+  testing::TempDir dir;
+  Store store{(dir / "results.db").string()};
+  int64_t running = 0;
+};
+
+TEST_F(ReportTest, TsvHasTheFiveColumnsAndOnlyCommittedFinishedRows) {
+  EXPECT_EQ(render_tsv(store, "t"),
+            "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n"
+            "1111111\t1.000000\t2.0\tkeep\tbaseline\n"
+            "2222222\t1.250000\t1.0\tdiscard\twider mlp\n");
+  EXPECT_EQ(render_tsv(store, "other"), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n");
+}
+
+TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
+  std::string s = render_status(store, "t", 4242, 1030.0);
+  EXPECT_THAT(s, HasSubstr("running (pid 4242)"));
+  EXPECT_THAT(s, HasSubstr("   2  2222222   1.250000  +0.250000  discarded"));
+  EXPECT_THAT(s, HasSubstr("wider mlp"));
+  EXPECT_THAT(s, HasSubstr("best: 1.000000 at 1111111 (#1 baseline)"));
+  EXPECT_THAT(s, HasSubstr("experiments: 3 finished"));
+  EXPECT_THAT(s, HasSubstr("llm: 0 calls"));
+  EXPECT_THAT(s, HasSubstr("now: #4 running stage train, 30.0s elapsed, expected end"));
+  EXPECT_THAT(s, HasSubstr("(timeout at"));
+  std::string dead = render_status(store, "t", std::nullopt, 1030.0);
+  EXPECT_THAT(dead, HasSubstr("not running"));
+  EXPECT_THAT(dead, HasSubstr("next start marks it interrupted"));
+}
+
+TEST_F(ReportTest, ShowPrintsEverythingStored) {
+  auto s = render_show(store, 2);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(*s, HasSubstr("status:       discarded"));
+  EXPECT_THAT(*s, HasSubstr("commit:       " + kTwo));
+  EXPECT_THAT(*s, HasSubstr("prompt:\nthe prompt\n"));
+  EXPECT_THAT(*s, HasSubstr("response:\nthe response\n"));
+  EXPECT_THAT(*s, HasSubstr("--- diff\n+wider\n"));
+  EXPECT_THAT(*s, HasSubstr("--- log tail\ntail line\n"));
+  EXPECT_THAT(*s, HasSubstr("--- program.md (p1)\n# program\n"));
+  EXPECT_THAT(*s, HasSubstr("error:        no improvement"));
+  EXPECT_FALSE(render_show(store, 99));
+}
+
+TEST(FormatDuration, PicksTheUnit) {
+  EXPECT_EQ(format_duration(12.34), "12.3s");
+  EXPECT_EQ(format_duration(245), "4m05s");
+  EXPECT_EQ(format_duration(3720), "1h02m");
+}
+
+}  // namespace
+}  // namespace ard

@@ -1,0 +1,64 @@
+// Tests of the daemon lock: one holder at a time, visible to other processes.
+#include "daemon/state_dir.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon/test_util.h"
+
+namespace ard {
+namespace {
+
+TEST(DaemonLock, OneHolderAtATime) {
+  testing::TempDir dir;
+  StateDir state(dir.path());
+  state.create();
+  EXPECT_FALSE(running_daemon(state.pid_file()));
+  {
+    auto lock = DaemonLock::acquire(state.pid_file());
+    ASSERT_TRUE(lock);
+    EXPECT_FALSE(DaemonLock::acquire(state.pid_file()));  // a second open file description is refused
+    EXPECT_EQ(running_daemon(state.pid_file()), getpid());
+    // Another process sees the holder too, and cannot take the lock.
+    pid_t child = fork();
+    if (child == 0) _exit(DaemonLock::acquire(state.pid_file()) ? 1 : 0);
+    int st;
+    waitpid(child, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  EXPECT_FALSE(running_daemon(state.pid_file()));
+  EXPECT_TRUE(DaemonLock::acquire(state.pid_file()));
+}
+
+TEST(DaemonLock, DiesWithItsHolder) {
+  testing::TempDir dir;
+  StateDir state(dir.path());
+  state.create();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    auto lock = DaemonLock::acquire(state.pid_file());
+    (void)!write(ready[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  EXPECT_EQ(running_daemon(state.pid_file()), child);
+  kill(child, SIGKILL);
+  int st;
+  waitpid(child, &st, 0);
+  EXPECT_FALSE(running_daemon(state.pid_file()));
+  close(ready[0]);
+  close(ready[1]);
+}
+
+TEST(StateDir, LaysOutItsFiles) {
+  StateDir s("/r");
+  EXPECT_EQ(s.db(), "/r/.autoresearchd/results.db");
+  EXPECT_EQ(s.worktree("t"), "/r/.autoresearchd/worktrees/t");
+}
+
+}  // namespace
+}  // namespace ard
