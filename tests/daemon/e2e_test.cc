@@ -71,7 +71,7 @@ class DaemonE2E : public ::testing::Test {
     return shell("cd " + sh_quote(repo.string()) + " && " + env + " " + kDaemon + " " + args);
   }
 
-  void write_config(double train_timeout_s, const std::string& extra = "") {
+  void write_config(double train_timeout_s, const std::string& extra = "", const std::string& data = "enabled = false") {
     write_file(repo / "autoresearch.toml", R"(
 tag = "e2e"
 budget_s = 1
@@ -91,7 +91,7 @@ name = "train"
 command = ")" + kFake + R"( run trainer/train.cu --data {data_dir}"
 timeout_s = )" + std::to_string(train_timeout_s) + R"(
 [data]
-enabled = false
+)" + data + R"(
 [proposer]
 kind = "scripted"
 script = "script.json"
@@ -337,6 +337,66 @@ TEST_F(DaemonE2E, ProgramEditsTakeEffectOnTheNextExperiment) {
     else EXPECT_FALSE(seen_v2) << "#" << r.id << " went back to the old program.md";
   }
   EXPECT_THAT(daemon("show " + std::to_string(first_v2->id)).out, HasSubstr("# program v2"));
+}
+
+TEST_F(DaemonE2E, StopDuringARunRecordsItInterruptedAndResetsTheBranch) {
+  write_config(60);
+  write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n")}));
+  ASSERT_EQ(daemon("start --detach").code, 0);
+  auto rows = wait_for([](const auto& r) { return r.size() == 2 && r[1].stage == "train" && r[1].pgid; });
+  ASSERT_EQ(rows.size(), 2u);
+  pid_t pgid = static_cast<pid_t>(*rows[1].pgid);
+  auto running = daemon("status");
+  std::cout << "status during a run:\n" << running.out;
+  EXPECT_THAT(running.out, HasSubstr("now: #2 running stage train"));
+  EXPECT_THAT(running.out, HasSubstr("expected end"));
+  auto stopped = daemon("stop");
+  ASSERT_EQ(stopped.code, 0) << stopped.out;
+  EXPECT_TRUE(group_members(pgid).empty());
+  Store store(db_path().string());
+  auto r = *store.experiment(rows[1].id);
+  EXPECT_EQ(r.state, "interrupted");
+  EXPECT_EQ(r.error, "stopped during stage train");
+  EXPECT_FALSE(r.pgid);
+  EXPECT_EQ(store.last_session()->end_reason, "stopped");
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), base);
+  EXPECT_EQ(read_file(repo / ".autoresearchd/worktrees/e2e/trainer/train.cu"), "val_bpb 1.0\n");
+  EXPECT_EQ(daemon("stop").code, 1);  // nothing left to stop
+}
+
+TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {
+  write_file(dir / "corpus/train.jsonl", "{\"text\": \"a\"}\n");
+  write_file(dir / "corpus/val.jsonl", "{\"text\": \"b\"}\n");
+  write_file(dir / "fake_prepare.sh", "#!/bin/sh\nexec " + kFake + " prepare \"$@\"\n");
+  std::filesystem::permissions(dir / "fake_prepare.sh", std::filesystem::perms::owner_all);
+  std::string cache = (dir / "cache").string();
+  std::string data = "prepare = \"" + (dir / "fake_prepare.sh").string() + "\"\ntrain = [\"../corpus/train.jsonl\"]\n" +
+                     "val = [\"../corpus/val.jsonl\"]\ncache = \"" + cache + "\"\n";
+  write_config(10, "", data);
+  write_script(nlohmann::json::array());
+
+  auto prepared = daemon("prepare");
+  ASSERT_EQ(prepared.code, 0) << prepared.out;
+  EXPECT_THAT(prepared.out, HasSubstr(cache + "/dataset\n"));
+
+  pid_t pid = spawn_daemon("daemon.log");
+  auto rows = wait_for([](const auto& r) { return !r.empty() && is_final_state(r[0].state); });
+  kill(pid, SIGTERM);
+  int st;
+  waitpid(pid, &st, 0);
+  children.clear();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].state, "kept") << rows[0].error;
+  std::string log = read_file(repo / ".autoresearchd/logs/1-train.log");
+  EXPECT_THAT(log, HasSubstr("data: " + cache + "/dataset\n"));
+  EXPECT_EQ(Store(db_path().string()).last_session()->data_dir, cache + "/dataset");
+
+  // Bad input: prepare's one-line error, and the daemon does not start.
+  std::filesystem::remove(dir / "corpus/val.jsonl");
+  auto bad = daemon("start");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.out, HasSubstr("autoresearchd: error: data: prepare failed (exit code 1): prepare: error: "));
+  EXPECT_THAT(bad.out, HasSubstr("val.jsonl:0: cannot open the file"));
 }
 
 TEST_F(DaemonE2E, CommandLineErrorsAreOneLineWithExitCode2) {

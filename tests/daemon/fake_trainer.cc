@@ -13,7 +13,10 @@
 //   TAMPER            `build` modifies trainer/harness/eval.h (a fixed file)
 //
 //   fake_trainer build FILE
-//   fake_trainer run FILE [--check] [--data DIR]
+//   fake_trainer run FILE [--check] [--data DIR]    (--data: the dir must exist)
+//   fake_trainer prepare --train F --val F [--field X] [--cache DIR]
+//       speaks prepare's protocol: checks its inputs exist, makes DIR/dataset
+//       and prints `data_dir: DIR/dataset` last, or a one-line error and exit 1
 #include <signal.h>
 #include <unistd.h>
 
@@ -73,8 +76,41 @@ int build(const char* path) {
   return 0;
 }
 
-int run(const char* path, bool check) {
+int prepare(int argc, char** argv) {
+  std::string cache = ".";
+  bool have_train = false, have_val = false;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--train" || flag == "--val") {
+      if (!std::ifstream(value)) {
+        std::fprintf(stderr, "prepare: error: %s:0: cannot open the file\n", value.c_str());
+        return 1;
+      }
+      (flag == "--train" ? have_train : have_val) = true;
+    } else if (flag == "--cache") {
+      cache = value;
+    }
+  }
+  if (!have_train || !have_val) {
+    std::fprintf(stderr, "prepare: error: -:0: need --train and --val\n");
+    return 1;
+  }
+  std::string dir = cache + "/dataset";
+  std::string mk = "mkdir -p '" + dir + "'";
+  if (std::system(mk.c_str()) != 0) return 1;
+  std::printf("tokenizing...\ndata_dir: %s\n", dir.c_str());
+  return 0;
+}
+
+int run(const char* path, bool check, const std::string& data) {
   auto lines = read_lines(path);
+  if (!data.empty()) {
+    if (!std::ifstream(data + "/.")) {
+      std::printf("FAIL: no dataset at %s\n", data.c_str());
+      return 1;
+    }
+    std::printf("data: %s\n", data.c_str());
+  }
   if (check) {
     std::printf("check: ok\n");
     return 0;
@@ -117,10 +153,14 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "build") return build(argv[2]);
   if (argc >= 3 && std::string(argv[1]) == "run") {
     bool check = false;
-    for (int i = 3; i < argc; ++i)
+    std::string data;
+    for (int i = 3; i < argc; ++i) {
       if (std::string(argv[i]) == "--check") check = true;
-    return run(argv[2], check);
+      if (std::string(argv[i]) == "--data" && i + 1 < argc) data = argv[++i];
+    }
+    return run(argv[2], check, data);
   }
-  std::fprintf(stderr, "usage: fake_trainer build FILE | run FILE [--check] [--data DIR]\n");
+  if (argc >= 2 && std::string(argv[1]) == "prepare") return prepare(argc, argv);
+  std::fprintf(stderr, "usage: fake_trainer build FILE | run FILE [--check] [--data DIR] | prepare ...\n");
   return 2;
 }
