@@ -1,0 +1,64 @@
+// The chat client: one question to the configured provider, asked again with
+// exponential backoff and jitter while the failure is retryable (connection,
+// timeout, 429, 5xx), honouring Retry-After. Every HTTP call, failed or not,
+// is reported to the CallSink with its usage and estimated cost.
+//
+// The API key is read once from the environment variable the config names
+// and only ever placed in a request header; every message and answer that
+// leaves this class has the key replaced by "[redacted]".
+#pragma once
+
+#include <functional>
+#include <random>
+#include <string>
+
+#include "llm_client/call_record.h"
+#include "llm_client/chat_protocol.h"
+#include "llm_client/llm_config.h"
+
+namespace llm {
+
+/// Waits this many seconds. Tests pass one that records instead of sleeping.
+using Sleeper = std::function<void(double seconds)>;
+void sleep_seconds(double seconds);
+
+/// The answer to one question, after whatever retries it took.
+struct ChatResult {
+  CallError error = CallError::kNone;  ///< the last call's error
+  std::string message;                 ///< one line, empty when ok
+  std::string text;                    ///< the answer (partial when truncated)
+  int calls = 0;                       ///< HTTP calls made
+  bool ok() const { return error == CallError::kNone; }
+};
+
+/// Thrown by the constructor when the key's variable is named but unset.
+class MissingKeyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ChatClient {
+ public:
+  /// sink may be null (calls are then not recorded). jitter_seed fixes the
+  /// jitter sequence for tests.
+  ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper = sleep_seconds, uint64_t jitter_seed = 0);
+
+  /// Asks; experiment_id and attempt label the call records.
+  ChatResult ask(const Conversation& conversation, long experiment_id, int attempt);
+
+  const LlmConfig& config() const { return config_; }
+  /// s with every occurrence of the API key replaced.
+  std::string redact(std::string s) const;
+
+ private:
+  /// The wait before retry number `retry` (0-based), with jitter in [0.5, 1].
+  double backoff(int retry);
+
+  LlmConfig config_;
+  std::string api_key_;
+  CallSink* sink_;
+  Sleeper sleeper_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace llm

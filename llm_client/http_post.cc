@@ -1,0 +1,98 @@
+// See http_post.h.
+#include "llm_client/http_post.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
+
+namespace llm {
+namespace {
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* headers = static_cast<std::map<std::string, std::string>*>(user);
+  std::string line(data, size * n);
+  // A new status line (after a redirect or "100 Continue") starts a new set.
+  if (line.rfind("HTTP/", 0) == 0) headers->clear();
+  size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    (*headers)[trim(name)] = trim(line.substr(colon + 1));
+  }
+  return size * n;
+}
+
+}  // namespace
+
+HttpResponse http_post(const HttpRequest& request) {
+  global_init();
+  HttpResponse out;
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) {
+    out.transport_error = "curl_easy_init failed";
+    return out;
+  }
+  curl_slist* list = nullptr;
+  for (const auto& h : request.headers) list = curl_slist_append(list, h.c_str());
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(list, curl_slist_free_all);
+
+  char error[CURL_ERROR_SIZE] = {0};
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(c, CURLOPT_POST, 1L);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_s * 1000));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.total_timeout_s * 1000));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: safe in a threaded daemon
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &out.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &out.headers);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "autoresearchd/0.1");
+
+  auto start = std::chrono::steady_clock::now();
+  CURLcode rc = curl_easy_perform(c);
+  out.latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (rc == CURLE_OK) {
+    out.transport = HttpResponse::Transport::kOk;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out.status);
+    return out;
+  }
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT: out.transport = HttpResponse::Transport::kTimeout; break;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT: out.transport = HttpResponse::Transport::kConnect; break;
+    default: out.transport = HttpResponse::Transport::kOther; break;
+  }
+  out.transport_error = error[0] ? std::string(error) : std::string(curl_easy_strerror(rc));
+  while (!out.transport_error.empty() && out.transport_error.back() == '\n') out.transport_error.pop_back();
+  return out;
+}
+
+}  // namespace llm

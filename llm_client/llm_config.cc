@@ -1,0 +1,188 @@
+// See llm_config.h. A TableReader hands out typed values by key and records
+// which keys were read, so that whatever is left over is reported as unknown.
+#include "llm_client/llm_config.h"
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "daemon/config.h"  // ard::ConfigError, shared with the daemon's own keys
+
+namespace llm {
+namespace {
+
+using ard::ConfigError;
+
+std::string show(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+class TableReader {
+ public:
+  TableReader(const toml::table& t, std::string prefix) : t_(t), prefix_(std::move(prefix)) {}
+
+  std::string key_name(const std::string& key) const { return prefix_ + "." + key; }
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw ConfigError(key_name(key) + ": " + why);
+  }
+
+  const toml::node* find(const std::string& key) {
+    read_.insert(key);
+    return t_.get(key);
+  }
+
+  std::optional<std::string> str(const std::string& key) {
+    const toml::node* n = find(key);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) fail(key, "expected a string");
+    return n->as_string()->get();
+  }
+
+  std::optional<double> num(const std::string& key, double lo, double hi) {
+    const toml::node* n = find(key);
+    if (!n) return std::nullopt;
+    double v;
+    if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
+    else if (n->is_floating_point()) v = n->as_floating_point()->get();
+    else fail(key, "expected a number");
+    if (!std::isfinite(v) || v < lo || v > hi)
+      fail(key, "must be in [" + show(lo) + ", " + show(hi) + "], got " + show(v));
+    return v;
+  }
+
+  std::optional<long> integer(const std::string& key, long lo, long hi) {
+    const toml::node* n = find(key);
+    if (!n) return std::nullopt;
+    if (!n->is_integer()) fail(key, "expected an integer");
+    int64_t v = n->as_integer()->get();
+    if (v < lo || v > hi)
+      fail(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    return static_cast<long>(v);
+  }
+
+  std::optional<std::vector<std::string>> strings(const std::string& key) {
+    const toml::node* n = find(key);
+    if (!n) return std::nullopt;
+    const toml::array* a = n->as_array();
+    if (!a) fail(key, "expected an array of strings");
+    std::vector<std::string> out;
+    for (const toml::node& e : *a) {
+      if (!e.is_string() || e.as_string()->get().empty()) fail(key, "expected an array of non-empty strings");
+      out.push_back(e.as_string()->get());
+    }
+    return out;
+  }
+
+  const toml::table* table(const std::string& key) {
+    const toml::node* n = find(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) fail(key, "expected a table");
+    return n->as_table();
+  }
+
+  void reject_unknown() const {
+    for (const auto& [k, v] : t_) {
+      std::string key(k.str());
+      if (!read_.count(key)) fail(key, "unknown key");
+    }
+  }
+
+ private:
+  const toml::table& t_;
+  std::string prefix_;
+  std::set<std::string> read_;
+};
+
+constexpr double kDay = 86400;
+
+}  // namespace
+
+const char* protocol_name(Protocol p) { return p == Protocol::kAnthropic ? "anthropic" : "openai"; }
+
+double LlmConfig::cost(long input_tokens, long output_tokens) const {
+  auto it = prices.find(model);
+  if (it == prices.end()) return 0;
+  return (input_tokens * it->second.input_per_mtok + output_tokens * it->second.output_per_mtok) / 1e6;
+}
+
+LlmConfig parse_llm_config(const toml::table& table) {
+  TableReader r(table, "llm");
+  LlmConfig c;
+
+  std::string provider = r.str("provider").value_or("");
+  if (provider == "openai") c.protocol = Protocol::kOpenAI;
+  else if (provider == "anthropic") c.protocol = Protocol::kAnthropic;
+  else if (provider.empty()) r.fail("provider", "missing: set \"openai\" (any OpenAI-compatible server) or \"anthropic\"");
+  else r.fail("provider", "must be \"openai\" or \"anthropic\", got \"" + provider + "\"");
+
+  c.model = r.str("model").value_or("");
+  if (c.model.empty()) r.fail("model", "missing: name the model to ask");
+
+  bool anthropic = c.protocol == Protocol::kAnthropic;
+  c.base_url = r.str("base_url").value_or(anthropic ? "https://api.anthropic.com" : "https://api.openai.com/v1");
+  while (!c.base_url.empty() && c.base_url.back() == '/') c.base_url.pop_back();
+  if (c.base_url.rfind("http://", 0) != 0 && c.base_url.rfind("https://", 0) != 0)
+    r.fail("base_url", "must start with http:// or https://, got \"" + c.base_url + "\"");
+
+  // An explicitly empty api_key_env means "send no key" (a local server).
+  c.api_key_env = r.str("api_key_env").value_or(anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY");
+  for (char ch : c.api_key_env)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'))
+      r.fail("api_key_env", "must be an environment variable name, got \"" + c.api_key_env + "\"");
+
+  if (auto v = r.str("anthropic_version")) {
+    if (v->empty()) r.fail("anthropic_version", "must not be empty");
+    c.anthropic_version = *v;
+  }
+  if (auto v = r.str("max_tokens_field")) {
+    if (*v != "max_tokens" && *v != "max_completion_tokens")
+      r.fail("max_tokens_field", "must be \"max_tokens\" or \"max_completion_tokens\", got \"" + *v + "\"");
+    c.max_tokens_field = *v;
+  }
+  c.max_output_tokens = r.integer("max_output_tokens", 1, 10000000).value_or(c.max_output_tokens);
+  c.temperature = r.num("temperature", 0, 2);
+  c.connect_timeout_s = r.num("connect_timeout_s", 0.001, kDay).value_or(c.connect_timeout_s);
+  c.timeout_s = r.num("timeout_s", 0.001, kDay).value_or(c.timeout_s);
+  c.retries = static_cast<int>(r.integer("retries", 0, 100).value_or(c.retries));
+  c.backoff_s = r.num("backoff_s", 0, kDay).value_or(c.backoff_s);
+  c.max_backoff_s = r.num("max_backoff_s", 0, kDay).value_or(c.max_backoff_s);
+  if (c.max_backoff_s < c.backoff_s) r.fail("max_backoff_s", "must be >= backoff_s (" + show(c.backoff_s) + ")");
+  c.max_edit_attempts = static_cast<int>(r.integer("max_edit_attempts", 1, 100).value_or(c.max_edit_attempts));
+  c.history_tokens = r.integer("history_tokens", 0, 10000000).value_or(c.history_tokens);
+
+  if (const toml::table* prices = r.table("prices")) {
+    for (const auto& [k, v] : *prices) {
+      std::string model(k.str());
+      if (!v.is_table()) r.fail("prices." + model, "expected a table { input = <$/Mtok>, output = <$/Mtok> }");
+      TableReader pr(*v.as_table(), "llm.prices." + model);
+      Price p;
+      p.input_per_mtok = pr.num("input", 0, 1e6).value_or(0);
+      p.output_per_mtok = pr.num("output", 0, 1e6).value_or(0);
+      pr.reject_unknown();
+      c.prices[model] = p;
+    }
+  }
+  r.reject_unknown();
+  return c;
+}
+
+OfflineConfig parse_offline_config(const toml::table& table) {
+  TableReader r(table, "offline");
+  OfflineConfig c;
+  c.seed = r.integer("seed", 0, 1L << 40).value_or(c.seed);
+  if (auto v = r.str("file")) {
+    if (v->empty()) r.fail("file", "must not be empty");
+    c.file = *v;
+  }
+  c.max_factor = r.num("max_factor", 1, 100).value_or(c.max_factor);
+  if (c.max_factor <= 1.0) r.fail("max_factor", "must be > 1");
+  c.max_changes = static_cast<int>(r.integer("max_changes", 1, 100).value_or(c.max_changes));
+  c.names = r.strings("names").value_or(c.names);
+  c.exclude = r.strings("exclude").value_or(c.exclude);
+  r.reject_unknown();
+  return c;
+}
+
+}  // namespace llm

@@ -1,0 +1,231 @@
+// The chat client against the fake LLM server, for both protocols: answers
+// and usage, retries after 429 (honouring Retry-After), 500 and a hang past
+// the timeout, no retry after 401/404 or a malformed or truncated answer,
+// every call reported to the sink, and the key never in a message.
+#include "llm_client/chat_client.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "daemon/test_util.h"
+#include "fake_llm_server.h"
+
+namespace llm {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kKey = "sk-test-0123456789abcdef";
+
+struct RecordingSink : CallSink {
+  std::vector<CallRecord> calls;
+  void record(const CallRecord& c) override { calls.push_back(c); }
+};
+
+class ChatClientTest : public ::testing::TestWithParam<Protocol> {
+ protected:
+  void SetUp() override { setenv("ARD_TEST_LLM_KEY", kKey, 1); }
+
+  bool anthropic() const { return GetParam() == Protocol::kAnthropic; }
+
+  LlmConfig config(const testing::FakeLlmServer& server) const {
+    LlmConfig c;
+    c.protocol = GetParam();
+    c.model = "test-model";
+    c.base_url = server.base_url(anthropic());
+    c.api_key_env = "ARD_TEST_LLM_KEY";
+    c.max_output_tokens = 100;
+    c.timeout_s = 5;
+    c.connect_timeout_s = 2;
+    c.retries = 3;
+    c.backoff_s = 0.5;
+    c.max_backoff_s = 10;
+    c.prices["test-model"] = {2.0, 10.0};
+    return c;
+  }
+
+  ChatClient client(const testing::FakeLlmServer& server, LlmConfig c = {}) {
+    if (c.model.empty()) c = config(server);
+    return ChatClient(c, &sink_, [this](double s) { waits_.push_back(s); }, 42);
+  }
+
+  Conversation question() const { return {"system text", {{"user", "propose something"}}}; }
+
+  ard::testing::TempDir dir_;
+  RecordingSink sink_;
+  std::vector<double> waits_;
+};
+
+TEST_P(ChatClientTest, AnswerUsageCostAndHeaders) {
+  testing::FakeLlmServer server(json::array({{{"answer", "DESCRIPTION: x"}}}), kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 7, 2);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.text, "DESCRIPTION: x");
+  EXPECT_EQ(r.calls, 1);
+  ASSERT_EQ(sink_.calls.size(), 1u);
+  const CallRecord& rec = sink_.calls[0];
+  EXPECT_EQ(rec.experiment_id, 7);
+  EXPECT_EQ(rec.attempt, 2);
+  EXPECT_EQ(rec.provider, anthropic() ? "anthropic" : "openai");
+  EXPECT_EQ(rec.model, "test-model");
+  EXPECT_EQ(rec.status, "ok");
+  EXPECT_EQ(rec.error, "");
+  EXPECT_GT(rec.input_tokens, 0);
+  EXPECT_EQ(rec.output_tokens, 3);  // 14 characters / 4
+  EXPECT_DOUBLE_EQ(rec.cost_usd, (rec.input_tokens * 2.0 + 3 * 10.0) / 1e6);
+  EXPECT_GT(rec.latency_s, 0);
+
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  const json& q = reqs[0];
+  if (anthropic()) {
+    EXPECT_EQ(q["path"], "/v1/messages");
+    EXPECT_EQ(q["headers"]["x-api-key"], kKey);
+    EXPECT_EQ(q["headers"]["anthropic-version"], "2023-06-01");
+    EXPECT_EQ(q["body"]["system"], "system text");
+    EXPECT_EQ(q["body"]["messages"].size(), 1u);
+  } else {
+    EXPECT_EQ(q["path"], "/v1/chat/completions");
+    EXPECT_EQ(q["headers"]["authorization"], std::string("Bearer ") + kKey);
+    EXPECT_EQ(q["body"]["messages"][0]["role"], "system");
+  }
+  EXPECT_EQ(q["body"]["model"], "test-model");
+  EXPECT_EQ(q["body"]["max_tokens"], 100);
+}
+
+TEST_P(ChatClientTest, RateLimitHonoursRetryAfter) {
+  testing::FakeLlmServer server(
+      json::array({{{"status", 429}, {"retry_after", "3"}}, {{"status", 429}, {"retry_after", "1"}}, {{"answer", "ok"}}}),
+      kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.calls, 3);
+  EXPECT_EQ(waits_, (std::vector<double>{3, 1}));
+  ASSERT_EQ(sink_.calls.size(), 3u);
+  EXPECT_EQ(sink_.calls[0].status, "http_429");
+  EXPECT_NE(sink_.calls[0].error.find("rate limited"), std::string::npos);
+  EXPECT_EQ(sink_.calls[2].status, "ok");
+}
+
+TEST_P(ChatClientTest, ServerErrorsBackOffWithJitterThenGiveUp) {
+  testing::FakeLlmServer server(json::array({{{"status", 500}}, {{"status", 503}}, {{"status", 529}}, {{"status", 500}}}),
+                                kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kServer);
+  EXPECT_EQ(r.calls, 4);  // 1 + retries
+  EXPECT_EQ(r.message.rfind("gave up after 4 calls: HTTP 500 from", 0), 0u) << r.message;
+  ASSERT_EQ(waits_.size(), 3u);
+  for (int i = 0; i < 3; ++i) {  // 0.5, 1, 2 s times a jitter in [0.5, 1]
+    double base = 0.5 * (1 << i);
+    EXPECT_GE(waits_[i], base * 0.5);
+    EXPECT_LE(waits_[i], base);
+  }
+  EXPECT_EQ(sink_.calls.size(), 4u);
+}
+
+TEST_P(ChatClientTest, LongRetryAfterGivesBackToTheDaemon) {
+  testing::FakeLlmServer server(json::array({{{"status", 429}, {"retry_after", "3600"}}}), kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kRateLimited);
+  EXPECT_EQ(r.calls, 1);
+  EXPECT_TRUE(waits_.empty());
+  EXPECT_NE(r.message.find("provider asks to wait 3600 s"), std::string::npos);
+}
+
+TEST_P(ChatClientTest, HangPastTheTimeoutIsRetried) {
+  testing::FakeLlmServer server(json::array({{{"hang_s", 4}, {"answer", "late"}}, {{"answer", "on time"}}}), kKey,
+                                dir_.path());
+  LlmConfig cfg = config(server);
+  cfg.timeout_s = 1;
+  ChatClient c = client(server, cfg);
+  ChatResult r = c.ask(question(), 1, 1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.text, "on time");
+  ASSERT_EQ(sink_.calls.size(), 2u);
+  EXPECT_EQ(sink_.calls[0].status, "timeout");
+  EXPECT_GE(sink_.calls[0].latency_s, 0.9);
+  EXPECT_EQ(waits_.size(), 1u);
+}
+
+TEST_P(ChatClientTest, MalformedTruncatedAndEmptyAreTheirOwnKinds) {
+  testing::FakeLlmServer server(
+      json::array({{{"raw", "{\"choices\": [ {\"mess"}}, {{"answer", "half an ans"}, {"truncated", true}}, {{"empty", true}}}),
+      kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult bad = c.ask(question(), 1, 1);
+  EXPECT_EQ(bad.error, CallError::kBadJson);
+  EXPECT_NE(bad.message.find("the body is not JSON"), std::string::npos);
+  ChatResult cut = c.ask(question(), 1, 2);
+  EXPECT_EQ(cut.error, CallError::kTruncated);
+  EXPECT_EQ(cut.text, "half an ans");
+  EXPECT_NE(cut.message.find("cut off at max_output_tokens (100"), std::string::npos);
+  ChatResult empty = c.ask(question(), 1, 3);
+  EXPECT_EQ(empty.error, CallError::kEmpty);
+  EXPECT_EQ(server.requests().size(), 3u);  // none of these is retried
+  std::vector<std::string> statuses;
+  for (const auto& rec : sink_.calls) statuses.push_back(rec.status);
+  EXPECT_EQ(statuses, (std::vector<std::string>{"bad_json", "truncated", "empty"}));
+}
+
+TEST_P(ChatClientTest, RefusedKeyIsFatalAndNeverEchoed) {
+  testing::FakeLlmServer server(json::array({{{"status", 401}, {"echo_key", true}}}), kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kAuth);
+  EXPECT_TRUE(is_fatal(r.error));
+  EXPECT_EQ(r.calls, 1);
+  EXPECT_EQ(r.message.find(kKey), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("[redacted]"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("check $ARD_TEST_LLM_KEY"), std::string::npos);
+  EXPECT_EQ(sink_.calls[0].error.find(kKey), std::string::npos);
+  EXPECT_EQ(sink_.calls[0].status, "http_401");
+}
+
+TEST_P(ChatClientTest, WrongKeyIsRefusedByTheServer) {
+  testing::FakeLlmServer server(json::array({{{"answer", "never"}}}), "another-key", dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kAuth);
+}
+
+TEST_P(ChatClientTest, UnknownModelIsFatal) {
+  testing::FakeLlmServer server(json::array({{{"status", 404}}}), kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kBadModel);
+  EXPECT_NE(r.message.find("model 'test-model'"), std::string::npos);
+  EXPECT_EQ(r.calls, 1);
+}
+
+TEST_P(ChatClientTest, NothingListeningIsAConnectError) {
+  LlmConfig cfg;
+  cfg.protocol = GetParam();
+  cfg.model = "m";
+  cfg.base_url = "http://127.0.0.1:9";  // discard port: nothing listens
+  cfg.api_key_env = "";
+  cfg.retries = 1;
+  ChatClient c(cfg, &sink_, [this](double s) { waits_.push_back(s); });
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kConnect);
+  EXPECT_EQ(r.calls, 2);
+  EXPECT_EQ(sink_.calls[0].status, "connect_error");
+}
+
+TEST_P(ChatClientTest, UnsetKeyVariableIsAnError) {
+  LlmConfig cfg;
+  cfg.protocol = GetParam();
+  cfg.model = "m";
+  cfg.api_key_env = "ARD_TEST_NO_SUCH_KEY";
+  unsetenv("ARD_TEST_NO_SUCH_KEY");
+  EXPECT_THROW(ChatClient(cfg, nullptr), MissingKeyError);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothProtocols, ChatClientTest, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),
+                         [](const auto& info) { return std::string(protocol_name(info.param)); });
+
+}  // namespace
+}  // namespace llm

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""A fake LLM provider for tests: OpenAI Chat Completions and Anthropic Messages.
+
+Listens on 127.0.0.1 (an OS-chosen port, printed as "port N" on stdout), checks
+requests the way the real services do (key header, anthropic-version, model,
+messages), and answers each accepted request with the next step of a script:
+
+  {"answer": "text"}                       200 with the text, finish "stop"/"end_turn"
+  {"answer": "text", "truncated": true}    200, finish "length"/"max_tokens"
+  {"empty": true}                          200 with no text
+  {"raw": "<body>"}                        200 with exactly this body (malformed JSON)
+  {"status": 429, "retry_after": "1"}      an error of the protocol's shape, with headers
+  {"status": 401, "echo_key": true}        ... whose message quotes the key it was sent
+  {"hang_s": 5}                            sleeps, then answers (after the client gave up)
+
+Usage fields are filled in (input from the request's length, output from the
+answer's). Every request is appended to --log as one JSON line: method, path,
+headers (lower-cased), the parsed body, and the step it got. When the script
+runs out, requests get 503. Standard library only.
+"""
+import argparse
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class State:
+    def __init__(self, steps, log_path, key):
+        self.steps = steps
+        self.next = 0
+        self.log_path = log_path
+        self.key = key
+        self.lock = threading.Lock()
+
+    def take(self):
+        with self.lock:
+            if self.next >= len(self.steps):
+                return None, self.next
+            self.next += 1
+            return self.steps[self.next - 1], self.next - 1
+
+    def log(self, entry):
+        with self.lock, open(self.log_path, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+def tokens(text):
+    return max(1, len(text) // 4)
+
+
+def error_body(anthropic, status, message):
+    if anthropic:
+        kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    code = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}.get(status)
+    kind = {429: "requests", 500: "server_error", 503: "server_error"}.get(status, "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-llm/1"
+
+    def log_message(self, fmt, *args):  # quiet: the JSON log is the record
+        pass
+
+    def send(self, status, body, headers=None):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test)
+
+    def do_POST(self):
+        state = self.server.state
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        anthropic = self.path == "/v1/messages"
+        entry = {"method": "POST", "path": self.path, "headers": headers, "step": None}
+        try:
+            body = json.loads(raw)
+            entry["body"] = body
+        except ValueError:
+            body = None
+            entry["body"] = raw.decode("utf-8", "replace")
+
+        request_id = {"request-id" if anthropic else "x-request-id": "req_%d" % time.time_ns()}
+        if self.path not in ("/chat/completions", "/v1/chat/completions", "/v1/messages"):
+            state.log(entry)
+            return self.send(404, error_body(anthropic, 404, "Unknown request URL: POST " + self.path), request_id)
+        sent_key = headers.get("x-api-key", "") if anthropic else headers.get("authorization", "")[len("Bearer "):]
+        if state.key is not None and sent_key != state.key:
+            state.log(entry)
+            return self.send(401, error_body(anthropic, 401, "invalid x-api-key" if anthropic else
+                                             "Incorrect API key provided."), request_id)
+        if anthropic and "anthropic-version" not in headers:
+            state.log(entry)
+            return self.send(400, error_body(True, 400, "anthropic-version: header is required"), request_id)
+        if not isinstance(body, dict) or not body.get("model") or not isinstance(body.get("messages"), list) or \
+                (anthropic and "max_tokens" not in body):
+            state.log(entry)
+            return self.send(400, error_body(anthropic, 400, "invalid request body"), request_id)
+
+        step, index = state.take()
+        entry["step"] = index
+        state.log(entry)
+        if step is None:
+            return self.send(503, error_body(anthropic, 503, "script exhausted"), request_id)
+        if "hang_s" in step:
+            time.sleep(step["hang_s"])
+        status = step.get("status", 200)
+        headers_out = dict(request_id)
+        if "retry_after" in step:
+            headers_out["Retry-After"] = step["retry_after"]
+        if status != 200:
+            message = step.get("message", "scripted error %d" % status)
+            if step.get("echo_key"):
+                message += ": " + sent_key
+            if status == 404:
+                message = "model: %s" % body["model"] if anthropic else \
+                    "The model `%s` does not exist or you do not have access to it." % body["model"]
+            return self.send(status, error_body(anthropic, status, message), headers_out)
+        if "raw" in step:
+            return self.send(200, step["raw"].encode(), headers_out)
+
+        text = "" if step.get("empty") else step.get("answer", "")
+        prompt = json.dumps(body["messages"]) + json.dumps(body.get("system", ""))
+        usage_in, usage_out = tokens(prompt), tokens(text) if text else 0
+        if anthropic:
+            out = {"id": "msg_%d" % index, "type": "message", "role": "assistant", "model": body["model"],
+                   "content": [{"type": "text", "text": text}] if text else [],
+                   "stop_reason": "max_tokens" if step.get("truncated") else "end_turn", "stop_sequence": None,
+                   "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
+        else:
+            out = {"id": "chatcmpl-%d" % index, "object": "chat.completion", "created": int(time.time()),
+                   "model": body["model"],
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text if text else None},
+                                "logprobs": None, "finish_reason": "length" if step.get("truncated") else "stop"}],
+                   "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
+                             "total_tokens": usage_in + usage_out}}
+        self.send(200, out, headers_out)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--script", required=True, help="JSON list of steps")
+    p.add_argument("--log", required=True, help="JSON-lines request log")
+    p.add_argument("--key", help="the only key accepted; any key when absent")
+    a = p.parse_args()
+    with open(a.script) as f:
+        steps = json.load(f)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.state = State(steps, a.log, a.key)
+    print("port %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
