@@ -132,10 +132,16 @@ BpeTraining train_bpe(const std::vector<std::pair<std::string, uint64_t>>& chunk
 
 BpeEncoder::BpeEncoder(std::vector<std::string> tokens) : tokens_(std::move(tokens)) {
   if (tokens_.size() < 256 || tokens_.size() > 65535) throw std::invalid_argument("bpe: token count out of range");
-  ranks_.reserve(tokens_.size());
+  size_t size = 1;
+  while (size < 4 * tokens_.size()) size <<= 1;
+  slots_.assign(size, UINT32_MAX);
+  mask_ = size - 1;
   for (uint32_t r = 0; r < tokens_.size(); ++r) {
     if (tokens_[r].empty()) throw std::invalid_argument("bpe: empty token " + std::to_string(r));
-    if (!ranks_.emplace(tokens_[r], r).second) throw std::invalid_argument("bpe: duplicate token " + std::to_string(r));
+    size_t i = StringHash{}(tokens_[r]) & mask_;
+    for (; slots_[i] != UINT32_MAX; i = (i + 1) & mask_)
+      if (tokens_[slots_[i]] == tokens_[r]) throw std::invalid_argument("bpe: duplicate token " + std::to_string(r));
+    slots_[i] = r;
   }
   for (int b = 0; b < 256; ++b)
     if (rank(std::string(1, static_cast<char>(b))) == UINT32_MAX)
@@ -143,8 +149,10 @@ BpeEncoder::BpeEncoder(std::vector<std::string> tokens) : tokens_(std::move(toke
 }
 
 uint32_t BpeEncoder::rank(std::string_view bytes) const {
-  auto it = ranks_.find(bytes);
-  return it == ranks_.end() ? UINT32_MAX : it->second;
+  for (size_t i = StringHash{}(bytes) & mask_;; i = (i + 1) & mask_) {
+    const uint32_t id = slots_[i];
+    if (id == UINT32_MAX || tokens_[id] == bytes) return id;
+  }
 }
 
 void BpeEncoder::encode_chunk(std::string_view chunk, std::vector<uint16_t>& out) const {

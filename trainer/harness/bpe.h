@@ -43,11 +43,15 @@ class BpeEncoder {
   explicit BpeEncoder(std::vector<std::string> tokens);  // throws on duplicates or missing bytes
   void encode_chunk(std::string_view chunk, std::vector<uint16_t>& out) const;  // appends
   const std::vector<std::string>& tokens() const { return tokens_; }
+  /// The id of the token with exactly these bytes; UINT32_MAX if none.
+  uint32_t rank(std::string_view bytes) const;
 
  private:
-  uint32_t rank(std::string_view bytes) const;  // UINT32_MAX if not a token
   std::vector<std::string> tokens_;
-  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> ranks_;
+  // Open addressing over token ids (UINT32_MAX = empty), 4x oversized: a
+  // lookup is one probe into a table that stays in cache.
+  std::vector<uint32_t> slots_;
+  size_t mask_ = 0;
 };
 
 }  // namespace harness

@@ -1,7 +1,8 @@
 // prepare: text files to a dataset directory (layout in dataset.h).
 //
 // Reads the training and validation inputs (text_input.h), refuses a
-// validation document identical to a training one, trains the BPE tokenizer on
+// validation set more than 1% of whose documents are identical to training
+// documents (a few identical boilerplate documents are counted), trains the BPE tokenizer on
 // the training documents (each capped at TRAIN_DOC_CAP_CHARS characters, at
 // most TRAIN_MAX_CHARS in all), encodes both sets with several threads
 // (every document prefixed by BOS) and writes the dataset into
@@ -21,6 +22,7 @@ namespace harness {
 constexpr int DATASET_FORMAT = 1;                    // meta.json "format"; bump on any layout change
 constexpr size_t TRAIN_DOC_CAP_CHARS = 10000;        // characters of a document the tokenizer trains on
 constexpr size_t TRAIN_MAX_CHARS = 1000000000;       // characters the tokenizer trains on in all
+constexpr double MAX_VAL_OVERLAP = 0.01;             // share of validation documents that may equal a training one
 
 struct PrepareOptions {
   std::vector<std::string> train;  // input files, in order

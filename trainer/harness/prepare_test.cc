@@ -138,6 +138,19 @@ TEST(Prepare, ReusesSameInputsRebuildsChangedOrIncomplete) {
   EXPECT_FALSE(fs::exists(f.dir.file("cache/.tmp-x-999999999")));
 }
 
+TEST(Prepare, AFewIdenticalValidationDocumentsAreCounted) {
+  Fixture f;
+  std::vector<std::string> val = synthetic_docs(150, 3);
+  val[40] = f.train_docs[9];  // one boilerplate document in 150: under 1%
+  write_jsonl(f.dir.file("val.jsonl"), val);
+  PrepareResult r = prepare_dataset(f.options);
+  std::ifstream meta(r.data_dir + "/meta.json");
+  std::stringstream m;
+  m << meta.rdbuf();
+  EXPECT_NE(m.str().find("\"identical_to_train\": 1}"), std::string::npos) << m.str();
+  EXPECT_EQ(TokenShard(r.data_dir, "val").num_docs(), 150u);
+}
+
 TEST(Prepare, BadInputIsNamedByFileAndLine) {
   Fixture f;
   PrepareOptions o = f.options;
@@ -156,7 +169,9 @@ TEST(Prepare, BadInputIsNamedByFileAndLine) {
   o = f.options;
   o.val = {f.dir.file("leaky.jsonl")};
   EXPECT_EQ(error_of(o), f.dir.file("leaky.jsonl") + ":2: validation document identical to training document " +
-                             f.dir.file("train.jsonl") + ":8");
+                             f.dir.file("train.jsonl") + ":8 (1 of 25 validation documents are; at most 1% may be)");
+  o.val = o.train;  // the same file twice
+  EXPECT_NE(error_of(o).find("(700 of 700 validation documents are"), std::string::npos);
 
   testing::write_text(f.dir.file("tiny.txt"), "just a few words\n\nnot enough for a vocabulary\n");
   o = f.options;

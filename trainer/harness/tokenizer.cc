@@ -17,6 +17,12 @@ Tokenizer::Tokenizer(std::shared_ptr<const BpeEncoder> encoder) : encoder_(std::
 void Tokenizer::encode(std::string_view text, std::vector<uint16_t>& out) {
   splitter_.split(text, pieces_);
   for (std::string_view piece : pieces_) {
+    // Most chunks are one token: the rank table is small enough to stay in
+    // cache, so look there before the (larger) chunk cache.
+    if (uint32_t whole = encoder_->rank(piece); whole != UINT32_MAX) {
+      out.push_back(static_cast<uint16_t>(whole));
+      continue;
+    }
     if (piece.size() > 64) {  // long chunks are rare: not worth caching
       encoder_->encode_chunk(piece, out);
       continue;
