@@ -27,6 +27,39 @@ if ! "$BIN/train" --help >/dev/null 2>&1; then
   BIN=/tmp/bt
 fi
 
+# The first of .device/bin, .device/bin2, .device/bin1 whose kernel tests and --check pass
+# (bin: the newest build; bin1: the last one validated on the device).
+choose_binaries() {
+  for dir in .device/bin .device/bin2 .device/bin1; do
+    [ -x "$dir/train" ] || continue
+    section "kernel tests and --check of $dir"
+    if "$dir/kernels_test" > "$OUT/kernels_test.log" 2>&1 && "$dir/train" --check > "$OUT/check.log" 2>&1; then
+      echo "pass: using $dir"; BIN=$dir; break
+    fi
+    grep -E "FAILED|WRONG|FAIL" "$OUT/kernels_test.log" "$OUT/check.log" | head -10
+  done
+  "$BIN/kernels_test" --bench 2>&1 | tail -2
+}
+
+# The tokenizer check, then a 20-step --dump-init run replayed by the PyTorch twin, in
+# whatever remains of a call of LIMIT seconds (default 590).
+twin_and_tokenizer() {
+  local left=$(( ${LIMIT:-590} - SECONDS ))
+  if [ -f tests/tiktoken_check.py ] && [ $left -gt 60 ]; then
+    section "tokenizer check"
+    timeout 60 python3 tests/tiktoken_check.py --data "$DATA" --val .device/corpus/val.jsonl.xz 2>&1 | tail -6
+  fi
+  left=$(( ${LIMIT:-590} - SECONDS ))
+  if [ -f tests/torch_twin.py ] && [ $left -gt 60 ]; then
+    section "20 steps with --dump-init, then the PyTorch twin (${left}s left)"
+    "$BIN/train" --data "$DATA" --steps 20 --dump-init /tmp/dump --eval-tokens 262144 > "$OUT/twin_train.log" 2>&1
+    echo "train rc=$?"; grep -E "^step" "$OUT/twin_train.log" | cut -c1-60
+    left=$(( ${LIMIT:-590} - SECONDS - 5 ))
+    timeout $left python3 tests/torch_twin.py --dump /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -30
+    echo "twin rc=${PIPESTATUS[0]}"
+  fi
+}
+
 prepare_data() {
   section "prepare"
   local t0=$SECONDS
@@ -56,7 +89,7 @@ case "$MODE" in
     timeout 120 compute-sanitizer --tool memcheck "$BIN/kernels_test" 2>&1 | tail -8
     if [ -f tests/torch_twin.py ]; then
       section "PyTorch twin"
-      timeout 240 python3 tests/torch_twin.py /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -40
+      timeout 240 python3 tests/torch_twin.py --dump /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -40
     fi
     ;;
   smoke)  # new kernels if their tests pass (else the last validated set in .device/bin1)
@@ -74,7 +107,7 @@ case "$MODE" in
     echo "train rc=$?"; tail -36 "$OUT/twin_train.log"; cp /tmp/dump/manifest.json "$OUT/" 2>/dev/null
     if [ -f tests/torch_twin.py ]; then
       section "PyTorch twin"
-      timeout 240 python3 tests/torch_twin.py /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -40
+      timeout 240 python3 tests/torch_twin.py --dump /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -40
     fi
     if [ "$BIN" != .device/bin1 ]; then
       section "20 steps with .device/bin1 (comparison)"
@@ -84,15 +117,24 @@ case "$MODE" in
     ;;
   fixed)
     prepare_data
-    section "train --steps 874"
-    "$BIN/train" --data "$DATA" --steps 874 > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
+    choose_binaries
+    if [ -x "$BIN/train_b256" ]; then
+      section "12 steps with DEVICE_BATCH_ROWS 256 (one micro-batch a step)"
+      "$BIN/train_b256" --data "$DATA" --steps 12 --eval-tokens 262144 > "$OUT/b256.log" 2>&1
+      echo "rc=$?"; grep -E "^step 0000[0-9]|^step 0001[01]|peak_vram" "$OUT/b256.log" | cut -c1-100
+    fi
+    section "train --steps 874 ${EVAL_ARGS:-}"
+    "$BIN/train" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
     head -3 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log"; tail -16 "$OUT/fixed.log"
+    twin_and_tokenizer
     ;;
   budget)
     prepare_data
-    section "train (default 300 s budget)"
-    "$BIN/train" --data "$DATA" > "$OUT/budget.log" 2>&1; echo "train rc=$?"
+    choose_binaries
+    section "train (default 300 s budget) ${EVAL_ARGS:-}"
+    "$BIN/train" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
     head -3 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log"; tail -16 "$OUT/budget.log"
+    twin_and_tokenizer
     ;;
   steps)
     prepare_data

@@ -92,7 +92,7 @@ template <typename T>
 struct GPT {
   struct Layer {
     int c_q, c_k, c_v, c_proj, ve_gate = -1, ve = -1, c_fc, mlp_proj;
-    T *x, *xm, *n1, *q, *k, *v, *gate, *att, *xa, *n2, *h;  // saved for backward
+    T *x, *xm, *n1, *q, *k, *v, *gate, *att, *xa, *n2, *h, *a;  // saved for backward
     float *rstd1, *rstd2, *qrstd, *krstd, *lse;
   };
   Config c;
@@ -107,7 +107,7 @@ struct GPT {
   float* cos_sin;      // (T, D/2) cos, (T, D/2) sin
   T *emb, *x0, *xf;    // (N, C)
   float *rstd0, *rstdf, *logits, *losses, *partials, *delta;
-  T *dlogits, *a, *qraw, *kraw, *dX, *dx0, *dn, *dq, *dk, *dv, *dqraw, *dkraw, *dve, *dgate, *dh;
+  T *dlogits, *qraw, *kraw, *dX, *dx0, *dn, *dq, *dk, *dv, *dqraw, *dkraw, *dve, *dgate, *dh;
 
   GPT(Config cfg, int batch_rows, cudaStream_t stream)
       : c(cfg), B(batch_rows), N(long(batch_rows) * cfg.seq_len), st(stream), blas(stream) {
@@ -136,7 +136,7 @@ struct GPT {
       l.x = i == 0 ? nullptr : A(N * C);  // layer 0 reads x0
       l.xm = A(N * C), l.n1 = A(N * C), l.q = A(N * HD), l.k = A(N * KV), l.v = A(N * KV);
       l.gate = c.has_ve(i) ? A(N * c.n_kv_head) : nullptr;
-      l.att = A(N * HD), l.xa = A(N * C), l.n2 = A(N * C), l.h = A(N * F);
+      l.att = A(N * HD), l.xa = A(N * C), l.n2 = A(N * C), l.h = A(N * F), l.a = A(N * F);
       l.rstd1 = Af(N), l.rstd2 = Af(N), l.qrstd = Af(N * c.n_head), l.krstd = Af(N * c.n_kv_head);
       l.lse = Af(N * c.n_head);
     }
@@ -145,7 +145,7 @@ struct GPT {
     xlast = A(N * C);
     rstd0 = Af(N), rstdf = Af(N), logits = Af(N * c.vocab), losses = Af(N), partials = Af(2048);
     delta = Af(N * c.n_head);
-    dlogits = A(N * c.vocab), a = A(N * F), dh = A(N * F);
+    dlogits = A(N * c.vocab), dh = A(N * F);
     qraw = A(N * HD), kraw = A(N * KV), dqraw = A(N * HD), dkraw = A(N * KV);
     dX = A(N * C), dx0 = A(N * C), dn = A(N * C), dq = A(N * HD), dk = A(N * KV), dv = A(N * KV);
     dve = A(N * KV), dgate = A(N * c.n_kv_head);
@@ -228,9 +228,9 @@ struct GPT {
       linear_forward(blas, l.xa, l.att, p.wt(l.c_proj), N, HD, C, 1.0f);  // xa = xm + attn
       rmsnorm_forward(l.n2, l.rstd2, l.xa, N, C, NORM_EPS, st);
       linear_forward(blas, l.h, l.n2, p.wt(l.c_fc), N, C, F);
-      relu2_forward(a, l.h, N * F, st);
+      relu2_forward(l.a, l.h, N * F, st);
       cudaCheck(cudaMemcpyAsync(x_out, l.xa, N * C * sizeof(T), cudaMemcpyDeviceToDevice, st));
-      linear_forward(blas, x_out, a, p.wt(l.mlp_proj), N, F, C, 1.0f);  // x = xa + mlp
+      linear_forward(blas, x_out, l.a, p.wt(l.mlp_proj), N, F, C, 1.0f);  // x = xa + mlp
     }
     rmsnorm_forward(xf, rstdf, xlast, N, C, NORM_EPS, st);
     linear_forward<T, float>(blas, logits, xf, p.wt(lm_head), N, C, c.vocab);
@@ -249,8 +249,7 @@ struct GPT {
     for (int i = c.depth - 1; i >= 0; i--) {
       Layer& l = L[i];
       // x_out = xa + relu²(n2 · W_fcᵀ) · W_projᵀ
-      relu2_forward(a, l.h, N * F, st);
-      linear_backward_weight(blas, p.g(l.mlp_proj), dX, a, N, F, C);
+      linear_backward_weight(blas, p.g(l.mlp_proj), dX, l.a, N, F, C);
       linear_backward_input(blas, dh, dX, p.wt(l.mlp_proj), N, F, C);
       relu2_backward(dh, l.h, N * F, st);
       linear_backward_weight(blas, p.g(l.c_fc), dh, l.n2, N, C, F);

@@ -29,7 +29,6 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t ld32(const bf16* s) { return *reinterpret_cast<const uint32_t*>(s); }
 __device__ __forceinline__ uint32_t pack2(bf16 lo, bf16 hi) {
   return uint32_t(__bfloat16_as_ushort(lo)) | (uint32_t(__bfloat16_as_ushort(hi)) << 16);
 }
@@ -37,28 +36,33 @@ __device__ __forceinline__ uint32_t pack2f(float lo, float hi) {
   return pack2(__float2bfloat16(lo), __float2bfloat16(hi));
 }
 
-// A fragment (16 x 16) of a row-major tile s[row][col], rows r0.., cols c0..
+__device__ __forceinline__ uint32_t smem_addr(const bf16* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+// A fragment (16 x 16) of a row-major tile s[row][col], rows r0.., cols c0..: ldmatrix.x4,
+// lanes 0..15 address rows r0..r0+15 at c0, lanes 16..31 the same rows at c0 + 8.
 __device__ __forceinline__ void load_a(uint32_t* a, const bf16* s, int r0, int c0, int g, int t) {
-  a[0] = ld32(s + (r0 + g) * LDS + c0 + 2 * t);
-  a[1] = ld32(s + (r0 + g + 8) * LDS + c0 + 2 * t);
-  a[2] = ld32(s + (r0 + g) * LDS + c0 + 2 * t + 8);
-  a[3] = ld32(s + (r0 + g + 8) * LDS + c0 + 2 * t + 8);
+  const int lane = 4 * g + t;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(smem_addr(s + (r0 + (lane & 15)) * LDS + c0 + (lane >> 4) * 8)));
 }
-// B fragment (k 16 x n 8) from a tile stored s[n][k] (e.g. K for Q·Kᵀ).
+// B fragment (k 16 x n 8) from a tile stored s[n][k] (e.g. K for Q·Kᵀ): ldmatrix.x2,
+// lanes 0..7 address rows n0..n0+7 at k0, lanes 8..15 the same rows at k0 + 8.
 __device__ __forceinline__ void load_b_nk(uint32_t& b0, uint32_t& b1, const bf16* s, int n0, int k0,
                                           int g, int t) {
-  b0 = ld32(s + (n0 + g) * LDS + k0 + 2 * t);
-  b1 = ld32(s + (n0 + g) * LDS + k0 + 2 * t + 8);
+  const int lane = 4 * g + t;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(b0), "=r"(b1)
+               : "r"(smem_addr(s + (n0 + (lane & 7)) * LDS + k0 + ((lane >> 3) & 1) * 8)));
 }
 // B fragment (k 16 x n 8) from a tile stored s[k][n] (e.g. V for P·V): a transposing
 // ldmatrix; lanes 0..15 address rows k0..k0+15 (lanes 16..31 repeat them, unused by .x2).
 __device__ __forceinline__ void load_b_kn(uint32_t& b0, uint32_t& b1, const bf16* s, int k0, int n0,
                                           int g, int t) {
   const int lane = 4 * g + t;
-  const uint32_t addr = uint32_t(__cvta_generic_to_shared(s + (k0 + (lane & 15)) * LDS + n0));
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(b0), "=r"(b1)
-               : "r"(addr));
+               : "r"(smem_addr(s + (k0 + (lane & 15)) * LDS + n0)));
 }
 // Accumulators of two adjacent 8-wide tiles as one A fragment (16 x 16).
 __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const float* c1) {
@@ -77,6 +81,10 @@ __device__ __forceinline__ void load_tile(bf16* s, const bf16* base, long stride
 }
 
 __device__ __forceinline__ bool visible(int i, int j, int window) { return j <= i && i - j <= window; }
+// Every (query, key) pair of the 64 x 64 tile pair is visible: no per-element mask needed.
+__device__ __forceinline__ bool tile_visible(int q0, int k0, int window) {
+  return k0 + TILE - 1 <= q0 && q0 + TILE - 1 - k0 <= window;
+}
 
 // grid (T / 64, B * H)
 __global__ void __launch_bounds__(THREADS) flash_forward_kernel(
@@ -114,12 +122,13 @@ __global__ void __launch_bounds__(THREADS) flash_forward_kernel(
       }
     }
     float mx[2] = {-INFINITY, -INFINITY};
+    const bool full = tile_visible(q0, k0, s.window);
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         int j = k0 + n * 8 + 2 * t + (e & 1);
-        float x = visible(row[e / 2], j, s.window) ? sc[n][e] * sl2 : -INFINITY;
+        float x = full || visible(row[e / 2], j, s.window) ? sc[n][e] * sl2 : -INFINITY;
         sc[n][e] = x;
         mx[e / 2] = fmaxf(mx[e / 2], x);
       }
@@ -232,12 +241,13 @@ __global__ void __launch_bounds__(THREADS) flash_backward_dq_kernel(
         mma16816(dp[n], ad, b0, b1);
       }
     }
+    const bool full = tile_visible(q0, k0, s.window);
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         int j = k0 + n * 8 + 2 * t + (e & 1);
-        float p = visible(row[e / 2], j, s.window) ? exp2f(sc[n][e] * sl2 - lse2[e / 2]) : 0.f;
+        float p = full || visible(row[e / 2], j, s.window) ? exp2f(sc[n][e] * sl2 - lse2[e / 2]) : 0.f;
         sc[n][e] = p * (dp[n][e] - dl[e / 2]);  // dS
       }
 #pragma unroll
@@ -308,12 +318,13 @@ __global__ void __launch_bounds__(THREADS) flash_backward_dkdv_kernel(
           mma16816(dp[n], av, b0, b1);
         }
       }
+      const bool full = tile_visible(q0, k0, s.window);
 #pragma unroll
       for (int n = 0; n < TILE / 8; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
           int qi = n * 8 + 2 * t + (e & 1);
-          float p = visible(q0 + qi, key[e / 2], s.window) ? exp2f(sc[n][e] * sl2 - sL[qi]) : 0.f;
+          float p = full || visible(q0 + qi, key[e / 2], s.window) ? exp2f(sc[n][e] * sl2 - sL[qi]) : 0.f;
           sc[n][e] = p;                        // Pᵀ
           dp[n][e] = p * (dp[n][e] - sD[qi]);  // dSᵀ
         }

@@ -3,7 +3,9 @@
 // backward, windows that cut through tiles), RMSNorm, rotary + QK-norm and the
 // soft-capped cross-entropy. Needs a GPU: exits 77 (skipped) without one.
 // Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels 2e-2 / 3e-2.
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -232,13 +234,56 @@ void test_cross_entropy(double tol) {
   cudaFree(dt);
 }
 
+// --bench: times the flash kernels at the training shape (one micro-batch of 128 x 2048,
+// 4 heads of 128), for a short and a long window; median of 5 after 2 warm-ups.
+void bench_attention() {
+  for (int window : {1024, 2048}) {
+    AttnShape s{128, 2048, 4, 4, 128, window};
+    const long n = long(s.B) * s.T * s.H * s.D, nl = long(s.B) * s.H * s.T;
+    auto init = randn(n);
+    Dev<bf16> q(init), k(init), v(init), dout(init), o(n), dq(n), dk(n), dv(n);
+    Dev<float> lse(nl), scratch(nl);
+    cudaEvent_t e0, e1;
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
+    auto time_ms = [&](auto&& f) {
+      std::vector<float> ms;
+      for (int i = 0; i < 7; i++) {
+        cudaCheck(cudaEventRecord(e0));
+        f();
+        cudaCheck(cudaEventRecord(e1));
+        cudaCheck(cudaEventSynchronize(e1));
+        float t = 0;
+        cudaCheck(cudaEventElapsedTime(&t, e0, e1));
+        if (i >= 2) ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      return ms[ms.size() / 2];
+    };
+    float f = time_ms([&] { attention_forward<bf16>(o.p, lse.p, q.p, k.p, v.p, s, nullptr); });
+    float b = time_ms([&] {
+      attention_backward<bf16>(dq.p, dk.p, dv.p, scratch.p, dout.p, o.p, lse.p, q.p, k.p, v.p, s, nullptr);
+    });
+    // useful work: causal pairs within the window, 4 * D flops per pair forward (QKᵀ, PV)
+    double pairs = 0;
+    for (int i = 0; i < s.T; i++) pairs += std::min(i, s.window) + 1;
+    double fwd_flops = 4.0 * s.D * pairs * s.B * s.H;
+    std::printf("bench attention window %4d: forward %.2f ms (%.0f TFLOP/s), backward %.2f ms (%.0f TFLOP/s at 2.5x)\n",
+                window, f, fwd_flops / f / 1e9, b, 2.5 * fwd_flops / b / 1e9);
+  }
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: kernel tests skipped\n");
     return 77;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--bench") {
+    bench_attention();
+    return 0;
   }
   // windows that cut through 64-wide tiles, full causal, grouped-query heads
   for (AttnShape s : {AttnShape{1, 192, 2, 1, 128, 70}, AttnShape{2, 128, 2, 2, 128, 128},

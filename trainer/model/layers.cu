@@ -48,6 +48,7 @@ __global__ void embedding_backward_kernel(float* dtable, const T* dout, TokenInd
   long row = long(idx.unique_tokens[u]) * C;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
     float acc = 0.f;
+#pragma unroll 8
     for (int p = idx.offsets[u]; p < idx.offsets[u + 1]; p++) acc += to_f(dout[long(idx.positions[p]) * C + c]);
     dtable[row + c] += acc;
   }
@@ -220,31 +221,38 @@ __global__ void relu2_backward_kernel(T* dh, const T* h, long n) {
   GRID_STRIDE(i, n) { dh[i] = from_f<T>(to_f(dh[i]) * 2.f * fmaxf(to_f(h[i]), 0.f)); }
 }
 
-// One block of BLOCK threads per row; two passes over the row (it stays in L2/L1).
+// One block of BLOCK threads per row; the soft-capped row stays in registers
+// (CE_PER values a thread), so the logits are read once.
+constexpr int CE_PER = 32;  // V <= CE_PER * BLOCK = 8192
 template <typename T>
 __global__ void softcap_ce_kernel(T* dlogits, float* losses, const float* logits, const int* targets,
                                   int V, float cap, float dscale) {
+  __shared__ float red[BLOCK / 32];
   __shared__ float bcast;
   const long r = blockIdx.x;
   const float* l = logits + r * V;
   const float inv_cap = 1.f / cap;
+  float z[CE_PER];
   float mx = -INFINITY;
-  for (int i = threadIdx.x; i < V; i += BLOCK) mx = fmaxf(mx, cap * tanhf(l[i] * inv_cap));
-  {  // block max
-    __shared__ float red[BLOCK / 32];
-    mx = warp_max(mx);
-    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float m = -INFINITY;
-      for (int w = 0; w < BLOCK / 32; w++) m = fmaxf(m, red[w]);
-      bcast = m;
-    }
-    __syncthreads();
-    mx = bcast;
+#pragma unroll
+  for (int k = 0; k < CE_PER; k++) {
+    int i = threadIdx.x + k * BLOCK;
+    z[k] = i < V ? cap * tanhf(l[i] * inv_cap) : -INFINITY;
+    mx = fmaxf(mx, z[k]);
   }
+  mx = warp_max(mx);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float m = -INFINITY;
+    for (int w = 0; w < BLOCK / 32; w++) m = fmaxf(m, red[w]);
+    bcast = m;
+  }
+  __syncthreads();
+  mx = bcast;
   float se = 0.f;
-  for (int i = threadIdx.x; i < V; i += BLOCK) se += expf(cap * tanhf(l[i] * inv_cap) - mx);
+#pragma unroll
+  for (int k = 0; k < CE_PER; k++) se += expf(z[k] - mx);  // exp(-inf) = 0 past V
   se = block_sum(se);
   if (threadIdx.x == 0) bcast = se;
   __syncthreads();
@@ -253,9 +261,12 @@ __global__ void softcap_ce_kernel(T* dlogits, float* losses, const float* logits
   const float lse = mx + logf(se);
   if (threadIdx.x == 0) losses[r] = lse - cap * tanhf(l[tgt] * inv_cap);
   if (!dlogits) return;
-  for (int i = threadIdx.x; i < V; i += BLOCK) {
-    float th = tanhf(l[i] * inv_cap);
-    float p = expf(cap * th - lse) - (i == tgt ? 1.f : 0.f);
+#pragma unroll
+  for (int k = 0; k < CE_PER; k++) {
+    int i = threadIdx.x + k * BLOCK;
+    if (i >= V) break;
+    float th = z[k] * inv_cap;
+    float p = expf(z[k] - lse) - (i == tgt ? 1.f : 0.f);
     dlogits[r * V + i] = from_f<T>(dscale * p * (1.f - th * th));
   }
 }
@@ -375,6 +386,10 @@ void relu2_backward(T* dh, const T* h, long n, cudaStream_t st) {
 template <typename T>
 void softcap_cross_entropy(T* dlogits, float* losses, const float* logits, const int* targets, int N,
                            int V, float cap, float dscale, cudaStream_t st) {
+  if (V > CE_PER * BLOCK) {
+    std::fprintf(stderr, "FAIL: softcap_cross_entropy supports a vocabulary of at most %d (got %d)\n", CE_PER * BLOCK, V);
+    std::exit(1);
+  }
   softcap_ce_kernel<<<N, BLOCK, 0, st>>>(dlogits, losses, logits, targets, V, cap, dscale);
   cudaLaunchCheck();
 }
