@@ -58,6 +58,21 @@ int main(int argc, char** argv) {
                   batches, options.batch_rows, options.seq_len + 1, dt, batches * row_tokens / dt / 1e6, epoch,
                   static_cast<unsigned long long>(checksum));
     }
+    for (const char* name : {"train", "val"}) {
+      TokenShard shard(data, name);
+      std::vector<size_t> lengths(shard.num_docs());
+      size_t longer = 0;
+      for (size_t d = 0; d < lengths.size(); ++d) {
+        lengths[d] = shard.doc_end(d) - shard.doc_begin(d);
+        longer += lengths[d] > static_cast<size_t>(options.seq_len) + 1;
+      }
+      for (bool requeue : {false, true}) {
+        const size_t rows = count_rows(lengths, options.seq_len + 1, options.buffer_docs, requeue);
+        std::printf("packing %s%s: %zu documents (%zu longer than a row), %zu rows = %zu batches of %d, %.1f%% of the shard's tokens\n",
+                    name, requeue ? " (crops requeued)" : " (crops dropped)", lengths.size(), longer, rows,
+                    rows / options.batch_rows, options.batch_rows, 100.0 * rows * (options.seq_len + 1) / shard.num_tokens());
+      }
+    }
     {
       std::vector<size_t> lengths(train.num_docs());
       for (size_t d = 0; d < lengths.size(); ++d) lengths[d] = train.doc_end(d) - train.doc_begin(d);

@@ -39,6 +39,7 @@ double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_byt
   options.batch_rows = batch_rows;
   options.seq_len = seq_len;
   options.cycle = false;
+  options.requeue_crops = true;  // every validation token is scored, none cropped away
   PackedLoader loader(val, options);
   BpbMeter meter(token_bytes);
   const size_t row_tokens = static_cast<size_t>(seq_len) + 1;

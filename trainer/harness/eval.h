@@ -39,7 +39,8 @@ using BatchLossFn = std::function<void(const uint16_t* rows, int batch_rows, int
                                        float* losses_out)>;
 
 /// Runs the model over the validation shard with a non-cycling loader of
-/// batch_rows x seq_len until eval_tokens target tokens are scored (rounded up
+/// batch_rows x seq_len (cropped documents' rests requeued, so no token is
+/// lost) until eval_tokens target tokens are scored (rounded up
 /// to whole batches; throws if the shard is too short) and returns val_bpb.
 double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes,
                     long eval_tokens, int batch_rows, int seq_len, const BatchLossFn& losses);

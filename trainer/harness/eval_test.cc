@@ -68,6 +68,16 @@ TEST(EvaluateBpb, SumsWholeBatchesInShardOrder) {
   EXPECT_THROW(evaluate_bpb(val, table, 9, 1, 4, losses_from_ids), std::runtime_error);
 }
 
+TEST(EvaluateBpb, DocumentsLongerThanARowAreScoredWhole) {
+  testing::TempDir dir;
+  testing::write_shard(dir.path(), "val", {{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}});
+  TokenShard val(dir.path(), "val");
+  // Rows of 5: BOS 10 11 12 13 | BOS 14 15 16 17 | (BOS 18 19 cannot fill a row).
+  const double expected = (1.0 + 1.1 + 1.2 + 1.3 + 1.4 + 1.5 + 1.6 + 1.7) / (8 * std::log(2.0));
+  EXPECT_NEAR(evaluate_bpb(val, table_of_ones(), 8, 1, 4, losses_from_ids), expected, 1e-6);
+  EXPECT_THROW(evaluate_bpb(val, table_of_ones(), 9, 1, 4, losses_from_ids), std::runtime_error);
+}
+
 TEST(EvaluateBpb, BosInsideARowIsNotScored) {
   testing::TempDir dir;
   // Rows of 5: BOS 10 11 BOS 12 (documents of 3 and 2 tokens fill it exactly).

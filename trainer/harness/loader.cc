@@ -55,10 +55,11 @@ struct PackedLoader::State {
 
   State(const TokenShard& s, LoaderOptions o, HostAllocator a)
       : shard(s), options(o), allocator(a),
-        packer(document_lengths(s), static_cast<size_t>(o.seq_len) + 1, o.buffer_docs, o.cycle) {
+        packer(document_lengths(s), static_cast<size_t>(o.seq_len) + 1, o.buffer_docs, o.cycle, o.requeue_crops) {
     if (o.batch_rows < 1 || o.seq_len < 1) throw std::invalid_argument("loader: batch_rows and seq_len must be positive");
     if (!o.cycle)
-      total_batches = count_rows(document_lengths(s), static_cast<size_t>(o.seq_len) + 1, o.buffer_docs) /
+      total_batches = count_rows(document_lengths(s), static_cast<size_t>(o.seq_len) + 1, o.buffer_docs,
+                                 o.requeue_crops) /
                       static_cast<size_t>(o.batch_rows);
   }
 
@@ -72,7 +73,12 @@ struct PackedLoader::State {
       if (r == 0) epoch = row_epoch;
       uint16_t* row = out + static_cast<size_t>(r) * row_tokens();
       for (const RowPiece& p : pieces) {
-        std::memcpy(row, shard.tokens() + shard.doc_begin(p.doc), p.length * sizeof(uint16_t));
+        if (p.offset == 0) {
+          std::memcpy(row, shard.tokens() + shard.doc_begin(p.doc), p.length * sizeof(uint16_t));
+        } else {  // a requeued rest: its own BOS, then the document from offset
+          row[0] = BOS_ID;
+          std::memcpy(row + 1, shard.tokens() + shard.doc_begin(p.doc) + p.offset, (p.length - 1) * sizeof(uint16_t));
+        }
         row += p.length;
       }
     }

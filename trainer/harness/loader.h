@@ -3,7 +3,8 @@
 // Keeps a buffer of documents; for each row, repeatedly places the largest
 // buffered document that fits entirely in what is left of the row; when none
 // fits, crops the shortest buffered document to fill the row exactly (the rest
-// of that document is dropped). Every row starts with BOS, no padding.
+// of that document is dropped, or with requeue_crops returned to the buffer as
+// a BOS-prefixed piece: see packer.h). Every row starts with BOS, no padding.
 // Inputs are the first T tokens of a row, targets the last T.
 //
 // Batches are produced by a CPU thread ahead of the consumer into two host
@@ -35,6 +36,10 @@ struct LoaderOptions {
   int buffer_docs = 1000;          // documents kept for best-fit packing
   bool cycle = true;               // training: wrap to the first document, epoch += 1
                                    // validation: false, fixed order from the first document
+  bool requeue_crops = false;      // keep a cropped document's rest (BOS-prefixed) instead of
+                                   // dropping it; evaluate_bpb sets it so that no validation
+                                   // token is lost (the pinned validation file has documents
+                                   // longer than a row)
 };
 
 /// One batch, valid until the next call to next().

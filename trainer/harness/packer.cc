@@ -6,8 +6,10 @@
 
 namespace harness {
 
-RowPacker::RowPacker(std::vector<size_t> doc_lengths, size_t row_len, int buffer_docs, bool cycle)
-    : lengths_(std::move(doc_lengths)), row_len_(row_len), buffer_docs_(buffer_docs), cycle_(cycle) {
+RowPacker::RowPacker(std::vector<size_t> doc_lengths, size_t row_len, int buffer_docs, bool cycle,
+                     bool requeue_crops)
+    : lengths_(std::move(doc_lengths)), row_len_(row_len), buffer_docs_(buffer_docs), cycle_(cycle),
+      requeue_crops_(requeue_crops) {
   if (cycle_ && buffer_docs_ > lengths_.size()) buffer_docs_ = lengths_.size();
   if (lengths_.empty()) throw std::invalid_argument("packer: no documents");
   if (row_len_ == 0) throw std::invalid_argument("packer: row length must be positive");
@@ -23,7 +25,7 @@ void RowPacker::refill() {
       cursor_ = 0;
       ++epoch_;
     }
-    buffer_.insert(Entry{lengths_[cursor_], arrivals_++, cursor_, epoch_});
+    buffer_.insert(Entry{lengths_[cursor_], arrivals_++, cursor_, epoch_, 0});
     ++cursor_;
   }
 }
@@ -35,15 +37,23 @@ bool RowPacker::next_row(std::vector<RowPiece>& pieces, int& epoch) {
     refill();
     if (buffer_.empty()) return false;  // non-cycling and used up: the partial row is dropped
     // Largest length <= left; among equal lengths the oldest.
-    auto it = buffer_.upper_bound(Entry{left, std::numeric_limits<uint64_t>::max(), 0, 0});
+    auto it = buffer_.upper_bound(Entry{left, std::numeric_limits<uint64_t>::max(), 0, 0, 0});
     if (it != buffer_.begin()) {
       --it;
-      it = buffer_.lower_bound(Entry{it->length, 0, 0, 0});
-      pieces.push_back({it->doc, it->length});
+      it = buffer_.lower_bound(Entry{it->length, 0, 0, 0, 0});
+      pieces.push_back({it->doc, it->length, it->offset});
       left -= it->length;
     } else {
       it = buffer_.begin();  // nothing fits: crop the shortest
-      pieces.push_back({it->doc, left});
+      pieces.push_back({it->doc, left, it->offset});
+      if (requeue_crops_) {
+        // Document tokens written: `left`, less the BOS the loader writes for
+        // a rest. What remains of the document becomes a rest with its own BOS.
+        const size_t written = it->offset == 0 ? left : left - 1;
+        const size_t offset = it->offset + written;
+        const size_t remaining = lengths_[it->doc] - offset;
+        if (remaining > 0) buffer_.insert(Entry{remaining + 1, arrivals_++, it->doc, it->epoch, offset});
+      }
       left = 0;
     }
     if (pieces.size() == 1) epoch = it->epoch;
@@ -52,8 +62,8 @@ bool RowPacker::next_row(std::vector<RowPiece>& pieces, int& epoch) {
   return true;
 }
 
-size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs) {
-  RowPacker packer(doc_lengths, row_len, buffer_docs, /*cycle=*/false);
+size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs, bool requeue_crops) {
+  RowPacker packer(doc_lengths, row_len, buffer_docs, /*cycle=*/false, requeue_crops);
   std::vector<RowPiece> pieces;
   int epoch = 0;
   size_t rows = 0;

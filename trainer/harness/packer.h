@@ -5,7 +5,10 @@
 // For each row of row_len tokens: refill the buffer to buffer_docs documents in
 // shard order; place the largest buffered document that fits entirely in what
 // is left of the row (oldest first among equal lengths); when none fits, crop
-// the shortest buffered document to fill the row exactly and drop its rest.
+// the shortest buffered document to fill the row exactly. The rest of a
+// cropped document is dropped (training, as specified), or with requeue_crops
+// (validation) goes back into the buffer as a piece of its own that starts
+// with a BOS written by the loader, so that no token of the shard is lost.
 #pragma once
 
 #include <cstddef>
@@ -16,17 +19,22 @@
 
 namespace harness {
 
-/// A prefix of one document placed in a row: tokens [doc_begin, doc_begin + length).
+/// Part of one document placed in a row, `length` tokens in all. offset 0: the
+/// document's tokens [doc_begin, doc_begin + length), starting with its BOS.
+/// offset > 0 (a requeued rest): a BOS, then the document's tokens
+/// [doc_begin + offset, doc_begin + offset + length - 1).
 struct RowPiece {
   size_t doc = 0;
   size_t length = 0;
+  size_t offset = 0;
 };
 
 class RowPacker {
  public:
   /// doc_lengths: token count of each document (>= 1). cycle: wrap to document 0
   /// at the end (epoch += 1); otherwise stop once the documents are used up.
-  RowPacker(std::vector<size_t> doc_lengths, size_t row_len, int buffer_docs, bool cycle);
+  RowPacker(std::vector<size_t> doc_lengths, size_t row_len, int buffer_docs, bool cycle,
+            bool requeue_crops = false);
 
   /// Fills `pieces` with the next row (lengths sum to row_len) and returns true;
   /// returns false (non-cycling only) when no complete row can be made.
@@ -42,6 +50,7 @@ class RowPacker {
   size_t row_len_;
   size_t buffer_docs_;
   bool cycle_;
+  bool requeue_crops_;
   size_t cursor_ = 0;        // next document to buffer
   int epoch_ = 1;
   uint64_t arrivals_ = 0;
@@ -50,6 +59,7 @@ class RowPacker {
     uint64_t arrival;  // insertion counter: orders equal lengths oldest first
     size_t doc;
     int epoch;
+    size_t offset;  // 0, or where a requeued rest starts in the document
     bool operator<(const Entry& o) const {
       return length != o.length ? length < o.length : arrival < o.arrival;
     }
@@ -58,6 +68,7 @@ class RowPacker {
 };
 
 /// Number of complete rows a non-cycling packer makes from these documents.
-size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs);
+size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs,
+                  bool requeue_crops = false);
 
 }  // namespace harness

@@ -3,8 +3,21 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace harness {
 namespace {
+
+using Row3 = std::vector<std::tuple<size_t, size_t, size_t>>;  // (doc, length, offset)
+
+Row3 row3(RowPacker& p) {
+  std::vector<RowPiece> pieces;
+  int e = 0;
+  EXPECT_TRUE(p.next_row(pieces, e));
+  Row3 out;
+  for (auto& piece : pieces) out.push_back({piece.doc, piece.length, piece.offset});
+  return out;
+}
 
 std::vector<std::pair<size_t, size_t>> row(RowPacker& p, int* epoch = nullptr) {
   std::vector<RowPiece> pieces;
@@ -32,6 +45,17 @@ TEST(RowPacker, CropsShortestWhenNothingFits) {
   // 3 fits first, then 5 tokens left: nothing fits, the shortest (10) is cropped.
   EXPECT_EQ(row(p), (Row{{2, 3}, {1, 5}}));
   EXPECT_EQ(row(p), (Row{{0, 8}}));
+}
+
+TEST(RowPacker, RequeuedCropsKeepTheRestWithABos) {
+  RowPacker p({12, 10, 3}, 8, 3, false, /*requeue_crops=*/true);
+  EXPECT_EQ(row3(p), (Row3{{2, 3, 0}, {1, 5, 0}}));  // doc 1 cropped after 5 tokens: 5 remain
+  EXPECT_EQ(row3(p), (Row3{{1, 6, 5}, {0, 2, 0}}));  // BOS + doc 1's last 5; doc 0 cropped after 2
+  EXPECT_EQ(row3(p), (Row3{{0, 8, 2}}));             // BOS + doc 0's tokens 2..8; 3 remain
+  std::vector<RowPiece> pieces;
+  int epoch = 0;
+  EXPECT_FALSE(p.next_row(pieces, epoch));  // BOS + 3 cannot fill a row
+  EXPECT_EQ(count_rows({12, 10, 3}, 8, 3, true), 3u);
 }
 
 TEST(RowPacker, OldestFirstAmongEqualLengths) {
