@@ -1,13 +1,27 @@
 // See proposer_factory.h.
 #include "daemon/proposer_factory.h"
 
+#include "daemon/editable.h"
 #include "daemon/scripted_proposer.h"
+#include "llm_client/llm_proposer.h"
+#include "llm_client/offline_proposer.h"
 
 namespace ard {
 
 std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& calls) {
-  (void)calls;  // used by the LLM proposer
   const std::string& kind = config.proposer_kind;
+  if (kind == "llm") {
+    if (!config.has_llm) throw ConfigError("proposer.kind: \"llm\" needs an [llm] table");
+    llm::LlmConfig llm_config = llm::parse_llm_config(config.llm);
+    EditablePaths editable(config.editable);
+    try {
+      return std::make_unique<llm::LlmProposer>(
+          llm_config, [editable](const std::string& path) { return editable.check_write(path); }, &calls);
+    } catch (const llm::MissingKeyError& e) {
+      throw ConfigError(e.what());
+    }
+  }
+  if (kind == "offline") return std::make_unique<llm::OfflineProposer>(llm::parse_offline_config(config.offline));
   if (kind == "scripted") {
     if (config.proposer_script.empty()) throw ConfigError("proposer.script: required when proposer.kind is scripted");
     std::filesystem::path script = expand_home(config.proposer_script);
@@ -18,7 +32,7 @@ std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& cal
       throw ConfigError(std::string("proposer.script: ") + e.what());
     }
   }
-  throw ConfigError("proposer.kind: unknown proposer '" + kind + "' (this build knows: scripted)");
+  throw ConfigError("proposer.kind: unknown proposer '" + kind + "' (known: llm, offline, scripted)");
 }
 
 }  // namespace ard

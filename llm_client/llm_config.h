@@ -60,7 +60,7 @@ struct OfflineConfig {
   double max_factor = 2.0;             ///< multiplicative steps lie in [1/max_factor, max_factor]
   int max_changes = 2;                 ///< constants changed per experiment: 1..max_changes
   std::vector<std::string> names;      ///< only these constants; empty: all of them
-  std::vector<std::string> exclude;    ///< never these
+  std::vector<std::string> exclude = {"HEAD_DIM", "VE_GATE_CHANNELS"};  ///< never these (kernel shapes)
 };
 
 /// Parses the [offline] table. Throws ard::ConfigError naming the key.

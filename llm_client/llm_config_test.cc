@@ -105,6 +105,7 @@ TEST(OfflineConfig, DefaultsKeysAndErrors) {
   EXPECT_EQ(d.seed, 1);
   EXPECT_EQ(d.file, "trainer/train.cu");
   EXPECT_EQ(d.max_changes, 2);
+  EXPECT_EQ(d.exclude, (std::vector<std::string>{"HEAD_DIM", "VE_GATE_CHANNELS"}));
   OfflineConfig c = parse_offline_config(
       parse("seed = 7\nfile = 'a.cu'\nmax_factor = 1.5\nmax_changes = 1\nnames = ['A']\nexclude = ['B']\n"));
   EXPECT_EQ(c.seed, 7);

@@ -49,8 +49,15 @@ std::vector<Hyperparameter> find_hyperparameters(const std::string& content) {
   std::vector<Hyperparameter> out;
   std::vector<std::string> lines = split_lines(content);
   std::smatch m;
+  // Only the block at the top: it ends at the first line after it starts
+  // that is neither a constant, a comment nor blank (later constants, such
+  // as kernel epsilons, are not hyperparameters).
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (!std::regex_match(lines[i], m, kConstant)) continue;
+    if (!std::regex_match(lines[i], m, kConstant)) {
+      std::string t = trim(lines[i]);
+      if (!out.empty() && !t.empty() && t.rfind("//", 0) != 0) break;
+      continue;
+    }
     Hyperparameter h;
     h.type = m[2].str();
     h.name = m[3].str();

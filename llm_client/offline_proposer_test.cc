@@ -22,7 +22,8 @@ const char* kTrain =
     "constexpr int USE_FLASH = 1;                // a switch\n"
     "constexpr int WEIGHT_DECAY = 0;             // zero: nothing to scale\n"
     "\n"
-    "int main() { return DEPTH; }\n";
+    "int main() { return DEPTH; }\n"
+    "constexpr float NORM_EPS = 0.0078125f;       // after the block: not a hyperparameter\n";
 
 ard::ProposalContext context(long id) {
   ard::ProposalContext c;
