@@ -37,6 +37,9 @@ ard::ProposalResult LlmProposer::propose(const ard::ProposalContext& context) {
     a.response = answer.text;
     if (is_retryable(answer.error) || is_fatal(answer.error)) {
       a.error = answer.message;
+      // No answer came back: a first round's prompt would only be stored again
+      // and again while a provider is down (the daemon asks once a minute).
+      if (round == 1) a.prompt.clear();
       attempts.push_back(std::move(a));
       auto kind = is_fatal(answer.error) ? ard::ProposalError::Kind::kFatal : ard::ProposalError::Kind::kUnavailable;
       return failed(kind, answer.message, std::move(attempts));

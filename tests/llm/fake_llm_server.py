@@ -11,6 +11,7 @@ messages), and answers each accepted request with the next step of a script:
   {"raw": "<body>"}                        200 with exactly this body (malformed JSON)
   {"status": 429, "retry_after": "1"}      an error of the protocol's shape, with headers
   {"status": 401, "echo_key": true}        ... whose message quotes the key it was sent
+  {"answer": "x {key}", "echo_key": true}  an answer quoting the key it was sent
   {"hang_s": 5}                            sleeps, then answers (after the client gave up)
 
 Usage fields are filled in (input from the request's length, output from the
@@ -134,6 +135,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, step["raw"].encode(), headers_out)
 
         text = "" if step.get("empty") else step.get("answer", "")
+        if step.get("echo_key"):
+            text = text.replace("{key}", sent_key)
         prompt = json.dumps(body["messages"]) + json.dumps(body.get("system", ""))
         usage_in, usage_out = tokens(prompt), tokens(text) if text else 0
         if anthropic:

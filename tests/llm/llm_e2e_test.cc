@@ -143,8 +143,9 @@ TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
       {{"answer",
         "DESCRIPTION: reach 0.90\n```diff\n--- a/trainer/train.cu\n+++ b/trainer/train.cu\n@@ -1 +1 @@\n"
         "-val_bpb 0.95\n+val_bpb 0.90\n```\n"}},
-      // #5: discarded, as a whole file.
-      {{"answer", "DESCRIPTION: whole file at 0.99\n=== FILE: trainer/train.cu ===\nval_bpb 0.99\n=== END FILE ===\n"}},
+      // #5: discarded, as a whole file; the answer quotes the key it was sent.
+      {{"answer", "DESCRIPTION: whole file at 0.99 {key}\n=== FILE: trainer/train.cu ===\nval_bpb 0.99\n=== END FILE ===\n"},
+       {"echo_key", true}},
       // Then the script is used up: 503s, the proposer is unavailable and the daemon waits.
   });
   testing::FakeLlmServer server(script, kKey, server_dir.path());
@@ -177,6 +178,7 @@ TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
   EXPECT_EQ(rows[1].description, "lower val_bpb to 0.95");
   EXPECT_EQ(rows[2].description, "regress to 0.97");
   EXPECT_DOUBLE_EQ(*rows[3].val_bpb, 0.90);
+  EXPECT_EQ(rows[4].description, "whole file at 0.99 [redacted]");
   EXPECT_EQ(rows[1].proposer, std::string("llm:") + protocol_name(GetParam()) + "/fake-model");
 
   // The retry after the bad edit: two attempts, the first with the exact error.
@@ -193,6 +195,10 @@ TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
   EXPECT_EQ(log.out, "reach 0.90\nlower val_bpb to 0.95\nbase\n");
   auto tip = shell("cd " + sh_quote(repo.string()) + " && git show autoresearch/e2e:trainer/train.cu");
   EXPECT_EQ(tip.out, "val_bpb 0.90\n");
+  // Objects in .git are compressed, so ask git for every commit's message and patch.
+  auto history = shell("cd " + sh_quote(repo.string()) + " && git log -p --all");
+  EXPECT_THAT(history.out, HasSubstr("lower val_bpb to 0.95"));
+  EXPECT_EQ(history.out.find(kKey), std::string::npos);
 
   // One llm_calls row per HTTP call, with usage and cost.
   ard::LlmTotals totals = store.llm_totals();

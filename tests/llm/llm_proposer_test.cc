@@ -147,6 +147,8 @@ TEST_P(LlmProposerTest, ProviderDownIsUnavailable) {
   EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kUnavailable);
   EXPECT_EQ(r.error->attempts.size(), 1u);
   EXPECT_NE(r.error->message.find("gave up after 2 calls"), std::string::npos);
+  EXPECT_EQ(r.error->attempts[0].prompt, "");  // not stored again while the provider is down
+  EXPECT_EQ(r.error->attempts[0].error, r.error->message);
   EXPECT_EQ(sink_.calls, 2);
 }
 
