@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "harness/bpe.h"
 #include "harness/constants.h"
 #include "harness/dataset.h"
+#include "harness/flat_string_map.h"
 #include "harness/input_error.h"
 #include "harness/sha256.h"
 #include "harness/splitter.h"
@@ -38,6 +40,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// CPU seconds of the whole process (all threads): on a shared machine, MB per
+// CPU second is the per-core throughput that wall time hides.
+double cpu_seconds() {
+  struct rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 // The documents of one role (train or val), in input order.
 struct Corpus {
@@ -119,7 +129,7 @@ std::vector<std::pair<std::string, uint64_t>> count_chunks(const Corpus& train, 
     prefix_bytes[n] = utf8_prefix(train.docs[n], TRAIN_DOC_CAP_CHARS, chars);
     chars_used += chars;
   }
-  using Map = std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>>;
+  using Map = FlatStringMap<uint64_t>;
   std::vector<Map> maps(threads);
   parallel_for_ranges(balanced_ranges(train.docs, n, threads), [&](size_t t, size_t lo, size_t hi) {
     Splitter splitter;
@@ -127,21 +137,17 @@ std::vector<std::pair<std::string, uint64_t>> count_chunks(const Corpus& train, 
     Map& m = maps[t];
     for (size_t d = lo; d < hi; ++d) {
       splitter.split(std::string_view(train.docs[d]).substr(0, prefix_bytes[d]), pieces);
-      for (std::string_view p : pieces) {
-        auto it = m.find(p);
-        if (it != m.end()) ++it->second;
-        else m.emplace(std::string(p), 1);
-      }
+      for (std::string_view p : pieces) ++m[p];
     }
   });
   Map& all = maps[0];
   for (int t = 1; t < threads; ++t) {
-    for (auto& [k, v] : maps[t]) all[k] += v;
-    Map().swap(maps[t]);
+    maps[t].for_each([&](std::string_view k, uint64_t v) { all[k] += v; });
+    maps[t].clear();
   }
   std::vector<std::pair<std::string, uint64_t>> chunks;
   chunks.reserve(all.size());
-  for (auto& [k, v] : all) chunks.emplace_back(k, v);
+  all.for_each([&](std::string_view k, uint64_t v) { chunks.emplace_back(std::string(k), v); });
   return chunks;
 }
 
@@ -360,13 +366,16 @@ PrepareResult prepare_dataset(const PrepareOptions& o) {
 
   // 4. Encode.
   t0 = Clock::now();
+  const double cpu0 = cpu_seconds();
   Encoded train_enc = encode_corpus(train, encoder, threads);
   Encoded val_enc = encode_corpus(val, encoder, threads);
   const double encode_s = seconds_since(t0);
+  const double encode_cpu = cpu_seconds() - cpu0;
   const double mb = (train.bytes + val.bytes) / 1e6;
   say("encoded " + fmt(mb, 1) + " MB to " + std::to_string(train_enc.tokens.size()) + " training and " +
-      std::to_string(val_enc.tokens.size()) + " validation tokens in " + fmt(encode_s, 1) + " s (" +
-      fmt(mb / encode_s / threads, 1) + " MB/s per thread, " + std::to_string(threads) + " threads)");
+      std::to_string(val_enc.tokens.size()) + " validation tokens in " + fmt(encode_s, 1) + " s on " +
+      std::to_string(threads) + " threads (" + fmt(mb / encode_s, 1) + " MB/s; " + fmt(mb / encode_cpu, 1) +
+      " MB per CPU second)");
   for (const Encoded* e : {&train_enc, &val_enc})
     if (e->tokens.size() > (size_t{1} << 62)) throw std::runtime_error("shard too large");
 

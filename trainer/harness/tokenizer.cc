@@ -27,14 +27,17 @@ void Tokenizer::encode(std::string_view text, std::vector<uint16_t>& out) {
       encoder_->encode_chunk(piece, out);
       continue;
     }
-    auto it = cache_.find(piece);
-    if (it == cache_.end()) {
-      if (cache_.size() > (1u << 20)) cache_.clear();  // bound memory on odd corpora
-      std::vector<uint16_t> ids;
-      encoder_->encode_chunk(piece, ids);
-      it = cache_.emplace(std::string(piece), std::move(ids)).first;
+    if (cache_.size() > (1u << 21)) {  // bound memory on odd corpora
+      cache_.clear();
+      cached_ids_.clear();
     }
-    out.insert(out.end(), it->second.begin(), it->second.end());
+    Span& span = cache_[piece];
+    if (span.count == 0) {
+      span.begin = static_cast<uint32_t>(cached_ids_.size());
+      encoder_->encode_chunk(piece, cached_ids_);
+      span.count = static_cast<uint32_t>(cached_ids_.size() - span.begin);
+    }
+    out.insert(out.end(), cached_ids_.begin() + span.begin, cached_ids_.begin() + span.begin + span.count);
   }
 }
 

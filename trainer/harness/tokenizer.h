@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/bpe.h"
+#include "harness/flat_string_map.h"
 #include "harness/splitter.h"
 
 namespace harness {
@@ -32,7 +33,11 @@ class Tokenizer {
   std::shared_ptr<const BpeEncoder> encoder_;
   Splitter splitter_;
   std::vector<std::string_view> pieces_;
-  std::unordered_map<std::string, std::vector<uint16_t>, StringHash, std::equal_to<>> cache_;
+  struct Span {
+    uint32_t begin = 0, count = 0;  // ids_ [begin, begin + count); count 0: not yet encoded
+  };
+  FlatStringMap<Span> cache_;     // chunk -> its ids in cached_ids_
+  std::vector<uint16_t> cached_ids_;
 };
 
 std::string base64_encode(std::string_view bytes);
