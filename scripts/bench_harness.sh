@@ -20,10 +20,9 @@ cmake --build "$build" -j2 --target prepare harness_bench >/dev/null
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  cores: $(nproc)  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-start=$(date +%s.%N)
-"$build/harness/prepare" --train "$train" --val "$val" --cache "$cache" | tee "$cache/prepare.log"
-end=$(date +%s.%N)
-echo "prepare wall time: $(echo "$end - $start" | bc) s  load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+TIMEFORMAT='prepare: %R s wall, %U s user + %S s system CPU'
+time "$build/harness/prepare" --train "$train" --val "$val" --cache "$cache" | tee "$cache/prepare.log"
+echo "load after prepare: $(cut -d' ' -f1-3 /proc/loadavg)"
 data=$(tail -n 1 "$cache/prepare.log" | sed 's/^data_dir: //')
 "$build/harness/harness_bench" --data "$data" --text "$val" --seconds 5
 echo "load after bench: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -122,7 +122,7 @@ def main():
     tokens = read_array(os.path.join(args.data, "val.bin"), "H")
     offsets = read_array(os.path.join(args.data, "val.idx"), "Q")
     num_docs = len(offsets) - 1
-    print(f"tiktoken {tiktoken.__version__}; dataset {args.data}: {num_docs} validation documents, {len(tokens)} tokens")
+    print(f"tiktoken {getattr(tiktoken, '__version__', '?')}; dataset {args.data}: {num_docs} validation documents, {len(tokens)} tokens")
 
     checked = mismatched = 0
     first = None
