@@ -282,16 +282,23 @@ void ExperimentLoop::run_experiment() {
   }
 
   std::set<std::string> paths;
-  if (fix)
-    for (const auto& f : fix->files) {
-      write_atomic(worktree_->workdir() / f.path, f.content);
-      paths.insert(f.path);
+  std::string commit;
+  try {
+    if (fix)
+      for (const auto& f : fix->files) {
+        write_atomic(worktree_->workdir() / f.path, f.content);
+        paths.insert(f.path);
+      }
+    for (const auto& w : p.writes) {
+      write_atomic(worktree_->workdir() / w.path, w.content);
+      paths.insert(w.path);
     }
-  for (const auto& w : p.writes) {
-    write_atomic(worktree_->workdir() / w.path, w.content);
-    paths.insert(w.path);
+    commit = worktree_->commit_paths({paths.begin(), paths.end()}, description);
+  } catch (const std::exception& e) {
+    // A path that cannot be a file (an existing directory, say) is a bad edit, not a reason to stop.
+    fail(id, status::kPatchRejected, std::string("the edit cannot be applied: ") + e.what(), "");
+    return;
   }
-  std::string commit = worktree_->commit_paths({paths.begin(), paths.end()}, description);
   if (commit.empty()) {
     fail(id, status::kPatchRejected, "the edit changes nothing", "");
     return;

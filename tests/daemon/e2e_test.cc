@@ -42,6 +42,7 @@ class DaemonE2E : public ::testing::Test {
     repo = dir.path() / "research";
     write_file(repo / "trainer/train.cu", "val_bpb 1.0\n");
     write_file(repo / "trainer/harness/eval.h", "// fixed evaluation\n");
+    write_file(repo / "trainer/model/sub/kernel.cuh", "// editable\n");
     write_file(repo / "program.md", "# program v1\nLower val_bpb.\n");
     write_file(repo / ".gitignore", "build/\n");
     ASSERT_EQ(git("init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base").code, 0);
@@ -165,8 +166,10 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
       {{"description", "touch the harness"},
        {"writes", {{{"path", "trainer/harness/eval.h"}, {"content", "cheat\n"}}}}},  // #10 patch_rejected
       edit("tamper via the build", "val_bpb 0.5\nTAMPER\n"),                          // #11 tampered
-      edit("reach 0.80", "val_bpb 0.80\nvram 4096\nseconds 0.2\n"),                  // #12 kept
-      edit("fail loudly", "FAIL\n"),                                                  // #13 crash
+      {{"description", "write over a directory"},
+       {"writes", {{{"path", "trainer/model/sub"}, {"content", "x\n"}}}}},          // #12 patch_rejected
+      edit("reach 0.80", "val_bpb 0.80\nvram 4096\nseconds 0.2\n"),                  // #13 kept
+      edit("fail loudly", "FAIL\n"),                                                  // #14 crash
   }));
   auto started = daemon("start --detach", "OPENAI_API_KEY=sk-should-not-leak");
   ASSERT_EQ(started.code, 0) << started.out;
@@ -177,7 +180,7 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_EQ(second.code, 1);
   EXPECT_THAT(second.out, HasSubstr("a daemon already runs"));
 
-  wait_for([](const auto& r) { return finished(r) >= 13; });
+  wait_for([](const auto& r) { return finished(r) >= 14; });
 
   auto running = daemon("status");
   EXPECT_EQ(running.code, 0);
@@ -189,11 +192,11 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_THAT(stopped.out, HasSubstr("stopped"));
   // The experiment that was waiting for a proposal recorded nothing and is gone.
   auto rows = Store(db_path().string()).experiments("e2e");
-  ASSERT_EQ(rows.size(), 13u);
+  ASSERT_EQ(rows.size(), 14u);
 
   const std::vector<std::string> want = {"kept",  "kept",  "discarded", "crash",   "timeout",
                                          "build_fail", "kept", "crash", "crash", "patch_rejected",
-                                         "tampered", "kept", "crash"};
+                                         "tampered", "patch_rejected", "kept", "crash"};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].state, want[i]) << "#" << rows[i].id << " " << rows[i].error;
   EXPECT_TRUE(rows[0].is_baseline);
   EXPECT_EQ(rows[0].commit, base);
@@ -211,13 +214,14 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_TRUE(rows[9].commit.empty());
   EXPECT_THAT(rows[10].error, HasSubstr("trainer/harness/eval.h"));
   EXPECT_EQ(rows[10].stage, "build");
-  EXPECT_THAT(rows[12].error, HasSubstr("FAIL: loss is NaN at step 3"));
-  EXPECT_DOUBLE_EQ(*rows[11].peak_vram_mb, 4096);
+  EXPECT_THAT(rows[11].error, HasSubstr("the edit cannot be applied"));
+  EXPECT_THAT(rows[13].error, HasSubstr("FAIL: loss is NaN at step 3"));
+  EXPECT_DOUBLE_EQ(*rows[12].peak_vram_mb, 4096);
 
   // The branch holds exactly the improving commits, in order, on the base.
   EXPECT_EQ(git("log --format=%s autoresearch/e2e").out,
             "reach 0.80\nfix the build\nlower val to 0.95\nbase\n");
-  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), rows[11].commit);
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), rows[12].commit);
   EXPECT_EQ(trim(git("rev-parse HEAD").out), base);  // the user's checkout is untouched
   EXPECT_EQ(read_file(repo / "trainer/harness/eval.h"), "// fixed evaluation\n");
   EXPECT_EQ(git("status --porcelain --untracked-files=no").out, "");
@@ -233,9 +237,9 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_EQ(status.code, 0);
   std::cout << "status after stop:\n" << status.out;
   EXPECT_THAT(status.out, HasSubstr("not running (last stopped"));
-  EXPECT_THAT(status.out, HasSubstr("best: 0.800000 at " + rows[11].commit.substr(0, 7)));
+  EXPECT_THAT(status.out, HasSubstr("best: 0.800000 at " + rows[12].commit.substr(0, 7)));
   EXPECT_THAT(status.out, HasSubstr(" 0.970000  +0.020000  discarded"));
-  EXPECT_THAT(status.out, HasSubstr("experiments: 13 finished"));
+  EXPECT_THAT(status.out, HasSubstr("experiments: 14 finished"));
   EXPECT_THAT(status.out, HasSubstr("per hour"));
   EXPECT_THAT(status.out, HasSubstr("training share of wall time"));
   EXPECT_THAT(status.out, HasSubstr("now: nothing"));
@@ -245,12 +249,12 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   std::vector<std::string> lines;
   std::istringstream in(tsv.out);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  ASSERT_EQ(lines.size(), 13u);  // header + 12 committed experiments (the rejected patch has no commit)
+  ASSERT_EQ(lines.size(), 13u);  // header + 12 committed experiments (the rejected edits have no commit)
   EXPECT_EQ(lines[0], "commit\tval_bpb\tmemory_gb\tstatus\tdescription");
   EXPECT_EQ(lines[1], base.substr(0, 7) + "\t1.000000\t1.0\tkeep\tbaseline");
   EXPECT_EQ(lines[3], rows[2].commit.substr(0, 7) + "\t0.970000\t1.0\tdiscard\tregress to 0.97");
   EXPECT_EQ(lines[4], rows[3].commit.substr(0, 7) + "\t0.000000\t0.0\tcrash\tcrash in training");
-  EXPECT_EQ(lines[11], rows[11].commit.substr(0, 7) + "\t0.800000\t4.0\tkeep\treach 0.80");
+  EXPECT_EQ(lines[11], rows[12].commit.substr(0, 7) + "\t0.800000\t4.0\tkeep\treach 0.80");
 
   auto show = daemon("show " + std::to_string(rows[5].id));
   EXPECT_EQ(show.code, 0);
