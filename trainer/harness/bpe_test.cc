@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/splitter.h"
+
 #include <map>
 #include <random>
 #include <set>
@@ -29,6 +31,19 @@ TEST(TrainBpe, MostFrequentPairWins) {
   EXPECT_EQ(learned(t), (V{"he"}));
   t = train_bpe({{"the", 10}, {" the", 4}, {"then", 1}}, 258);
   EXPECT_EQ(learned(t), (V{"he", "the"}));
+}
+
+TEST(TrainBpe, FirstMergesOfASmallTextThroughTheSplitter) {
+  // Chunks: "low" x1, " low" x2, " lower" x1, " lowest" x1. (l,o) and (o,w) tie at 5: (108,111)
+  // first; then low, " low" (4), " lowe" (2); at 1 the smallest pair is (s,t) = (115,116),
+  // then (" lowe", r) = (259,114) before (" lowe", st) = (259,260).
+  Splitter splitter;
+  std::vector<std::string_view> pieces;
+  splitter.split("low low low lower lowest", pieces);
+  std::map<std::string, uint64_t> counts;
+  for (auto p : pieces) ++counts[std::string(p)];
+  BpeTraining t = train_bpe({counts.begin(), counts.end()}, 1000);
+  EXPECT_EQ(learned(t), (V{"lo", "low", " low", " lowe", "st", " lower", " lowest"}));
 }
 
 TEST(TrainBpe, OverlappingPairsMergeLeftToRight) {
