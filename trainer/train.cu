@@ -356,8 +356,7 @@ struct Optimizer {
 
 // ---- schedules (progress in [0, 1]: counted time / budget, or step / --steps) ----
 double lr_multiplier(double progress) {
-  const double warmup = WARMUP_RATIO;  // a variable: no constant division when it is 0
-  if (progress < warmup) return progress / warmup;
+  if (progress < WARMUP_RATIO) return progress / std::max(WARMUP_RATIO, 1e-12);
   if (progress < 1.0 - WARMDOWN_RATIO) return 1.0;
   double cooldown = (1.0 - progress) / WARMDOWN_RATIO;
   return cooldown + (1.0 - cooldown) * FINAL_LR_FRAC;
@@ -436,7 +435,7 @@ int train(const harness::RunOptions& opt) {
   harness::TrainingClock clock(opt);
   std::vector<double> losses, lrms;
   long step = 0;
-  double tokens_counted = 0;
+  double tokens_counted = 0, smooth_loss = 0;
   for (; !clock.done(step); step++) {
     auto t0 = std::chrono::steady_clock::now();
     const double progress = clock.progress(step), lrm = lr_multiplier(progress);
@@ -464,10 +463,12 @@ int train(const harness::RunOptions& opt) {
     if (step > 10) tokens_counted += double(TOTAL_BATCH_TOKENS);
     losses.push_back(loss);
     lrms.push_back(lrm);
-    const double tps = TOTAL_BATCH_TOKENS / dt;
-    std::printf("step %05ld (%5.1f%%) | loss: %.6f | lrm: %.3f | dt: %.0fms | tok/sec: %.0f | mfu: %.1f%% | epoch: %d | remaining: %.0fs\n",
-                step, 100 * progress, loss, lrm, dt * 1e3, tps, 100 * flops_per_token * tps / peak_flops,
-                epoch, clock.remaining_seconds());
+    const double tps = TOTAL_BATCH_TOKENS / dt, left = clock.remaining_seconds();
+    smooth_loss = 0.9 * smooth_loss + 0.1 * loss;  // debiased EMA, as the reference prints
+    std::printf("step %05ld (%5.1f%%) | loss: %.6f | raw: %.6f | lrm: %.3f | dt: %.0fms | tok/sec: %.0f | mfu: %.1f%% | epoch: %d | remaining: %s\n",
+                step, 100 * progress, smooth_loss / (1 - std::pow(0.9, step + 1)), loss, lrm, dt * 1e3, tps,
+                100 * flops_per_token * tps / peak_flops, epoch,
+                std::isfinite(left) ? (std::to_string(long(left)) + "s").c_str() : "-");
     std::fflush(stdout);
   }
   if (dump) {
