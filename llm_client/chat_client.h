@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include "llm_client/call_record.h"

@@ -8,6 +8,8 @@
 namespace llm {
 namespace {
 
+constexpr size_t kMaxDescription = 200;  // a commit subject, not a paragraph
+
 bool is_fence(const std::string& line) { return trim(line).rfind("```", 0) == 0; }
 
 const std::regex kDescription(R"(^\s*[*#_ ]*description[*_]*\s*:\s*[*_]*\s*(.*)$)", std::regex::icase);
@@ -16,6 +18,12 @@ const std::regex kFileEnd(R"(^\s*===\s*END FILE\s*===\s*$)");
 const std::regex kSearch(R"(^\s*<{5,9}\s*SEARCH\s*$)");
 const std::regex kDivider(R"(^\s*={5,9}\s*$)");
 const std::regex kReplace(R"(^\s*>{5,9}\s*REPLACE\s*$)");
+
+/// "./x" -> "x": the same file, said the way the editable globs say it.
+std::string plain_path(std::string p) {
+  while (p.rfind("./", 0) == 0) p = p.substr(2);
+  return p;
+}
 
 /// A line that names a file ("trainer/train.cu", "`x.cu`", "**File:** x.cu"), or "".
 std::string path_from_line(const std::string& line) {
@@ -31,7 +39,7 @@ std::string path_from_line(const std::string& line) {
   if (!s.empty() && s.back() == ':') s.pop_back();
   if (s.empty() || s.find_first_of(" \t") != std::string::npos) return "";
   if (s.find('/') == std::string::npos && s.find('.') == std::string::npos) return "";
-  return s;
+  return plain_path(s);
 }
 
 /// "a/x" -> "x" for the usual diff prefixes.
@@ -40,7 +48,7 @@ std::string diff_path(std::string p) {
   if (tab != std::string::npos) p = p.substr(0, tab);
   p = trim(p);
   if (p.rfind("a/", 0) == 0 || p.rfind("b/", 0) == 0) p = p.substr(2);
-  return p;
+  return plain_path(p);
 }
 
 std::string join(const std::vector<std::string>& lines, size_t from, size_t to) {
@@ -87,10 +95,11 @@ ParsedAnswer parse_answer(const std::string& answer) {
       out.description = trim(m[1].str());
       while (!out.description.empty() && (out.description.back() == '*' || out.description.back() == '_'))
         out.description.pop_back();
+      if (out.description.size() > kMaxDescription) out.description = out.description.substr(0, kMaxDescription - 3) + "...";
       continue;
     }
     if (std::regex_match(line, m, kFileStart)) {
-      std::string path = m[1].str();
+      std::string path = plain_path(m[1].str());
       size_t end = i + 1;
       while (end < lines.size() && !std::regex_match(lines[end], kFileEnd)) ++end;
       if (end == lines.size())

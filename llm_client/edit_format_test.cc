@@ -84,6 +84,17 @@ TEST(EditFormat, WholeFile) {
   EXPECT_STREQ(a.edits[0].kind(), "whole file");
 }
 
+TEST(EditFormat, DotSlashPathsAndLongDescriptions) {
+  ParsedAnswer a = parse_answer("DESCRIPTION: " + std::string(300, 'x') +
+                                "\n./trainer/train.cu\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n"
+                                "=== FILE: ./trainer/model/x.cuh ===\nc\n=== END FILE ===\n");
+  ASSERT_EQ(a.error, "");
+  EXPECT_EQ(a.edits[0].path(), "trainer/train.cu");
+  EXPECT_EQ(a.edits[1].path(), "trainer/model/x.cuh");
+  EXPECT_EQ(a.description.size(), 200u);
+  EXPECT_TRUE(a.description.ends_with("..."));
+}
+
 TEST(EditFormat, Errors) {
   EXPECT_EQ(parse_answer("DESCRIPTION: x\nI think we should raise the lr.").error,
             "the answer holds no edit: no SEARCH/REPLACE block, no unified diff and no === FILE: block");

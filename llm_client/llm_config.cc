@@ -2,6 +2,7 @@
 // which keys were read, so that whatever is left over is reported as unknown.
 #include "llm_client/llm_config.h"
 
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <sstream>
