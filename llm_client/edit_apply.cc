@@ -82,32 +82,37 @@ std::string apply_search_replace(std::string& content, const std::string& search
   if (exact_at.size() == 1) return done(text.substr(0, exact_at[0]) + repl + text.substr(exact_at[0] + search.size()));
   if (exact_at.size() > 1) return ambiguous(exact_at.size(), exact_lines, "");
 
-  // 2. Same lines, ignoring indentation and runs of blanks.
-  std::vector<std::string> file = split_lines(text), want = split_lines(search);
-  while (!want.empty() && squash(want.front()).empty()) want.erase(want.begin());
-  while (!want.empty() && squash(want.back()).empty()) want.pop_back();
-  std::vector<size_t> starts;
-  for (size_t i = 0; i + want.size() <= file.size(); ++i) {
+  // 2. The same non-blank lines, ignoring indentation, runs of blanks and
+  //    blank lines (models often drop or add an empty line).
+  std::vector<std::string> file = split_lines(text), want;
+  for (const std::string& line : split_lines(search))
+    if (!squash(line).empty()) want.push_back(line);
+  std::vector<size_t> filled;  // indices of the file's non-blank lines
+  for (size_t i = 0; i < file.size(); ++i)
+    if (!squash(file[i]).empty()) filled.push_back(i);
+  std::vector<size_t> starts;  // into filled
+  for (size_t i = 0; i + want.size() <= filled.size(); ++i) {
     bool same = true;
-    for (size_t k = 0; k < want.size() && same; ++k) same = squash(file[i + k]) == squash(want[k]);
+    for (size_t k = 0; k < want.size() && same; ++k) same = squash(file[filled[i + k]]) == squash(want[k]);
     if (same) starts.push_back(i);
   }
   if (starts.empty()) return no_match(file, want);
   if (starts.size() > 1) {
     std::vector<size_t> at;
-    for (size_t s : starts) at.push_back(s + 1);
+    for (size_t s : starts) at.push_back(filled[s] + 1);
     return ambiguous(starts.size(), at, " ignoring whitespace");
   }
+  size_t first = filled[starts[0]], last = filled[starts[0] + want.size() - 1];
   // Re-indent the replacement by the difference between SEARCH and the file.
-  std::string from = indent_of(want.front()), to = indent_of(file[starts[0]]);
+  std::string from = indent_of(want.front()), to = indent_of(file[first]);
   std::string out;
-  for (size_t i = 0; i < starts[0]; ++i) out += file[i] + "\n";
+  for (size_t i = 0; i < first; ++i) out += file[i] + "\n";
   for (const std::string& line : split_lines(repl)) {
     if (squash(line).empty()) out += "\n";
     else if (line.rfind(from, 0) == 0) out += to + line.substr(from.size()) + "\n";
     else out += line + "\n";
   }
-  for (size_t i = starts[0] + want.size(); i < file.size(); ++i) out += file[i] + "\n";
+  for (size_t i = last + 1; i < file.size(); ++i) out += file[i] + "\n";
   return done(out);
 }
 

@@ -3,9 +3,10 @@
 // Each edit is checked first: its path must pass the caller's path policy
 // (the daemon's editable globs) and name a file that exists. Then:
 //   SEARCH/REPLACE  exact match first; when there is none, a match of the same
-//                   lines ignoring indentation and runs of spaces, with the
-//                   replacement re-indented to the file's indentation. No match
-//                   or more than one is an error that says which edit and why.
+//                   non-blank lines ignoring indentation, runs of spaces and
+//                   blank lines, with the replacement re-indented to the file's
+//                   indentation. No match or more than one is an error that
+//                   says which edit and why.
 //   diff            applied with libgit2 (unified_diff.h)
 //   whole file      the new content as given
 // Edits apply in order, each to the result of the ones before it.

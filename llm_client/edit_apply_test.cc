@@ -61,6 +61,13 @@ TEST(EditApply, WhitespaceTolerantMatchKeepsFileIndentation) {
       << r.writes[0].content;
 }
 
+TEST(EditApply, BlankLinesDoNotMatter) {
+  // The model dropped the file's blank line and added one of its own.
+  std::string content = "int a;\n\nint b;\nint c;\n";
+  EXPECT_EQ(apply_search_replace(content, "int a;\nint b;\n\nint c;\n", "int x;\n"), "");
+  EXPECT_EQ(content, "int x;\n");
+}
+
 TEST(EditApply, AmbiguousMatchIsAnErrorNamingTheBlock) {
   ApplyResult r = apply("DESCRIPTION: d\ntrainer/model/gpt.cuh\n<<<<<<< SEARCH\n  update(\n=======\n  x(\n>>>>>>> REPLACE\n");
   EXPECT_TRUE(r.writes.empty());

@@ -174,7 +174,7 @@ Start with one line that describes it; it becomes the commit message:
 DESCRIPTION: <what you changed and why, one line>
 
 Then give the edit in one or more of these forms. Paths are relative to the repository root and
-must be editable files listed above.
+must name editable files, which the prompt shows in full.
 
 1. SEARCH/REPLACE blocks (best for small changes). The line before each block is the file path.
    The SEARCH part must copy the current lines exactly, with enough context to match ONE place.
