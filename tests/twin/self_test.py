@@ -6,6 +6,7 @@ its tolerance and a reason, then a replay of a fake dump:
   cautious       decay exactly where update * param >= 0
   AdamW          equals torch.optim.AdamW (fp64), group lrs and betas
   Muon step      equals a plain numpy fp64 step written here from the issue text
+  attention      the window mask's extent; SDPA (torch >= 2) against the explicit product
   schedules      lr multiplier, momentum ramp, weight decay at chosen points
   fake dump      fp64 twin step 0 == numpy forward (1e-9); the check notices a wrong
                  window, soft cap or eps; bf16 replay within the default tolerance
@@ -23,6 +24,7 @@ from .config import HYPERPARAMETER_DEFAULTS, TwinConfig
 from .dump import Dump, DumpError
 from .optim import (POLAR_EXPRESS_COEFFS, MuonAdamW, cautious_update, lr_multiplier, muon_momentum,
                     muon_weight_decay, normuon, polar_express)
+from .model import HAS_SDPA, attention, window_mask
 from .precision import Precision
 
 P64, P16 = Precision("fp64"), Precision("bf16")
@@ -172,6 +174,21 @@ def check_muon(c, gen):
     c.expect(err < 1e-10, f"Muon equals the numpy step over 3 steps, tall and wide (max err {err:.1e})")
 
 
+def check_attention(c, gen):
+    T, w = 40, 7
+    m = window_mask(T, w, torch.device("cpu"))
+    c.expect(m.sum(1).tolist() == [min(i, w) + 1 for i in range(T)] and not bool(m.triu(1).any()),
+             f"window mask: query i sees keys i-{w}..i (min(i, {w}) + 1 of them), none after it")
+    if not HAS_SDPA:
+        print("  skip scaled_dot_product_attention vs the explicit product (this torch has no SDPA)")
+        return
+    q, k, v = (torch.randn(2, 3, T, 32, generator=gen) for _ in range(3))
+    got = attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), m, P16).float()
+    want = attention(q.double(), k.double(), v.double(), m, P64).float()
+    rel = float((got - want).norm() / want.norm())
+    c.expect(rel < 0.01, f"SDPA with the window mask (bf16) matches the explicit product ({100 * rel:.2f} %)")
+
+
 def check_schedules(c):
     hp = HYPERPARAMETER_DEFAULTS
     got = [lr_multiplier(p, hp) for p in (0.0, 0.3, 0.5, 0.75, 0.95)]
@@ -186,19 +203,31 @@ def check_fake_dump(c):
     from . import make_fake_dump
     quiet = lambda *_: None  # noqa: E731
     with tempfile.TemporaryDirectory() as d:
-        loss0 = make_fake_dump.make(d, steps=8, seed=1)
+        loss0 = make_fake_dump.make(d, steps=8, seed=1)  # see make_fake_dump: seed 0 flips a lambda
         dump = Dump(d)
         cpu = torch.device("cpu")
         twin0 = torch_twin.replay(dump, 1, P64, cpu, 1, out=quiet)[0][0]
         c.expect(abs(twin0 - loss0) < 1e-9,
                  f"fake dump: fp64 twin step 0 {twin0:.10f} == numpy forward {loss0:.10f}")
-        for key, value in [("short_window", 64), ("softcap", 30), ("norm_eps", 1e-6), ("rope_base", 500)]:
-            saved = dump.config[key]
-            dump.config[key] = value
-            moved = torch_twin.replay(dump, 1, P64, cpu, 2, out=quiet)[0][0]
-            dump.config[key] = saved
-            c.expect(abs(moved - loss0) > 1e-6, f"fake dump: the step-0 check notices {key} = {value} "
-                                                f"(moves the loss by {abs(moved - loss0):.1e})")
+        # the same with large output projections and lm_head, where attention, MLP and the
+        # soft cap weigh on the loss; then configurations the step-0 check must notice
+        strong = Dump(d)
+        for n in strong.params:
+            if n.endswith("c_proj") or n == "lm_head":
+                strong.params[n] = strong.params[n] * 10
+        W = {n: v.astype(np.float64) for n, v in strong.params.items()}
+        rows = strong.batches[0].reshape(-1, strong.batches.shape[-1])
+        ref = make_fake_dump.numpy_forward.mean_loss(W, strong.config, rows)
+        twin0 = torch_twin.replay(strong, 1, P64, cpu, 2, out=quiet)[0][0]
+        c.expect(abs(twin0 - ref) < 1e-9, f"fake dump, large weights: fp64 twin step 0 {twin0:.10f} "
+                                          f"== numpy forward {ref:.10f}")
+        for key, value in [("short_window", 24), ("softcap", 30), ("norm_eps", 1e-6), ("rope_base", 500)]:
+            saved = strong.config[key]
+            strong.config[key] = value
+            moved = torch_twin.replay(strong, 1, P64, cpu, 2, out=quiet)[0][0]
+            strong.config[key] = saved
+            c.expect(abs(moved - ref) > 1e-6, f"fake dump: the step-0 check notices {key} = {value} "
+                                              f"(moves the loss by {abs(moved - ref):.1e})")
         results = torch_twin.replay(dump, 8, P16, cpu, 2, out=quiet)
         bad = torch_twin.compare(dump, results, torch_twin.DEFAULT_ATOL, torch_twin.DEFAULT_RTOL, out=quiet)
         worst = max(abs(l - dump.losses[i]) for i, (l, _) in enumerate(results))
@@ -226,6 +255,7 @@ def run_all():
     check_cautious(c)
     check_adamw(c, gen)
     check_muon(c, gen)
+    check_attention(c, gen)
     check_schedules(c)
     check_fake_dump(c)
     print(f"twin self-test: {'all passed' if c.failed == 0 else f'{c.failed} FAILED'}")
