@@ -113,6 +113,15 @@ ard::ProposalResult OfflineProposer::propose(const ard::ProposalContext& context
     result.error = ard::ProposalError{ard::ProposalError::Kind::kFatal, std::move(why), {}};
     return result;
   };
+  if (context.last_failure && context.last_failure->kind == "build_fail") {
+    // The daemon hands a build failure back for a fix, with the broken files.
+    // Mutating those would stack a new change on an unexplained broken one.
+    result.error = ard::ProposalError{ard::ProposalError::Kind::kBadEdit,
+                                      "offline: a build failure is not something it can fix; the next experiment "
+                                      "starts again from the best",
+                                      {}};
+    return result;
+  }
   auto file = std::find_if(context.files.begin(), context.files.end(),
                            [&](const ard::EditableFile& f) { return f.path == config_.file; });
   if (file == context.files.end()) return fail("offline.file: " + config_.file + " is not among the editable files");

@@ -8,6 +8,9 @@
 // other powers of two are doubled or halved, ratios stay in [0, 1] and
 // betas/momenta move their distance to 1. Experiment i uses seed + i, and the
 // description records it, so any proposal can be reproduced.
+//
+// It does not attempt fixes: handed a build failure, it answers kBadEdit so the
+// daemon drops the broken edit and the next experiment starts from the best.
 #pragma once
 
 #include <random>

@@ -136,6 +136,16 @@ TEST(OfflineProposer, AvoidsRepeatingAPastExperiment) {
   EXPECT_NE(first.substr(0, first.find(" (seed")), second.substr(0, second.find(" (seed")));
 }
 
+TEST(OfflineProposer, DoesNotTryToFixABuildFailure) {
+  ard::ProposalContext c = context(4);
+  c.last_failure = ard::Failure{"build_fail", "train.cu:3: error: static assertion failed"};
+  auto r = OfflineProposer(OfflineConfig{}).propose(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kBadEdit);
+  c.last_failure = ard::Failure{"crash", "FAIL: loss is NaN at step 12"};  // other failures: carry on from the best
+  EXPECT_TRUE(OfflineProposer(OfflineConfig{}).propose(c).ok());
+}
+
 TEST(OfflineProposer, Errors) {
   OfflineConfig cfg;
   cfg.file = "trainer/other.cu";
