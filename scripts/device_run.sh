@@ -45,14 +45,14 @@ choose_binaries() {
 # whatever remains of a call of LIMIT seconds (default 590).
 twin_and_tokenizer() {
   local left=$(( ${LIMIT:-590} - SECONDS ))
-  if [ -f tests/tiktoken_check.py ] && [ $left -gt 60 ]; then
+  if [ -f tests/tiktoken_check.py ] && [ $left -gt 30 ]; then
     section "tokenizer check"
-    timeout 60 python3 tests/tiktoken_check.py --data "$DATA" --val .device/corpus/val.jsonl.xz 2>&1 | tail -6
+    timeout 25 python3 tests/tiktoken_check.py --data "$DATA" --val .device/corpus/val.jsonl.xz 2>&1 | tail -6
   fi
   left=$(( ${LIMIT:-590} - SECONDS ))
   if [ -f tests/torch_twin.py ] && [ $left -gt 60 ]; then
     section "20 steps with --dump-init, then the PyTorch twin (${left}s left)"
-    "$BIN/train" --data "$DATA" --steps 20 --dump-init /tmp/dump --eval-tokens 262144 > "$OUT/twin_train.log" 2>&1
+    "$BIN/train" --data "$DATA" --steps ${TWIN_STEPS:-20} --dump-init /tmp/dump --eval-tokens 262144 > "$OUT/twin_train.log" 2>&1
     echo "train rc=$?"; grep -E "^step" "$OUT/twin_train.log" | cut -c1-60
     left=$(( ${LIMIT:-590} - SECONDS - 5 ))
     timeout $left python3 tests/torch_twin.py --dump /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -30
@@ -114,6 +114,10 @@ case "$MODE" in
       .device/bin1/train --data "$DATA" --steps 20 --eval-tokens 262144 > "$OUT/bin1.log" 2>&1
       echo "train rc=$?"; grep -E "^step 000(0|1)" "$OUT/bin1.log" | tail -12; tail -12 "$OUT/bin1.log"
     fi
+    ;;
+  twin)  # the tokenizer check and the PyTorch twin only (binaries validated by an earlier call)
+    prepare_data
+    twin_and_tokenizer
     ;;
   fixed)
     prepare_data
