@@ -13,6 +13,10 @@ std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& cal
   if (kind == "llm") {
     if (!config.has_llm) throw ConfigError("proposer.kind: \"llm\" needs an [llm] table");
     llm::LlmConfig llm_config = llm::parse_llm_config(config.llm);
+    // Children get only the env.pass variables; the key must never be one of them.
+    for (const auto& name : config.env_pass)
+      if (!llm_config.api_key_env.empty() && name == llm_config.api_key_env)
+        throw ConfigError("env.pass: '" + name + "' holds the API key (llm.api_key_env); child processes must not see it");
     EditablePaths editable(config.editable);
     try {
       return std::make_unique<llm::LlmProposer>(

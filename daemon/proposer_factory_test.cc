@@ -46,5 +46,21 @@ TEST(ProposerFactory, ErrorsNameTheKey) {
   }
 }
 
+TEST(ProposerFactory, RefusesToPassTheApiKeyToChildren) {
+  testing::TempDir dir;
+  NullSink sink;
+  setenv("ARD_FACTORY_TEST_KEY", "sk-factory-test", 1);
+  const std::string llm = "[llm]\nprovider = 'openai'\nmodel = 'm'\napi_key_env = 'ARD_FACTORY_TEST_KEY'\n";
+  try {
+    make_proposer(parse_config("[env]\npass = ['PATH', 'ARD_FACTORY_TEST_KEY']\n" + llm, dir.path()), sink);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("env.pass: 'ARD_FACTORY_TEST_KEY' holds the API key"));
+    EXPECT_THAT(e.what(), ::testing::Not(HasSubstr("sk-factory-test")));
+  }
+  EXPECT_EQ(make_proposer(parse_config(llm, dir.path()), sink)->name().rfind("llm", 0), 0u);
+  unsetenv("ARD_FACTORY_TEST_KEY");
+}
+
 }  // namespace
 }  // namespace ard
