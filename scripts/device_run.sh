@@ -22,7 +22,7 @@ section "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 if ! "$BIN/train" --help >/dev/null 2>&1; then
   section "carried train does not start here; building"
-  cmake -S trainer -B /tmp/bt -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null &&
+  cmake -S trainer -B /tmp/bt -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTRAINER_TESTS=ON >/dev/null &&
     cmake --build /tmp/bt -j16 --target train kernels_test || exit 1
   BIN=/tmp/bt
 fi

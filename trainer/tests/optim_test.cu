@@ -3,7 +3,7 @@
 //
 // Running it needs a CUDA GPU (sm_90 build). From the repository root:
 //   cmake -S trainer -B build/trainer -G Ninja -DCMAKE_BUILD_TYPE=Release
-//   cmake --build build/trainer --target optim_test
+//   cmake -S trainer -B build/trainer -DTRAINER_TESTS=ON && cmake --build build/trainer --target optim_test
 //   build/trainer/optim_test        (or: ctest --test-dir build/trainer -L gpu --output-on-failure)
 // Output: one line per check, "ok    <check>  <figure> (tol ...)" or
 // "FAIL: <check>: <figure or cause>". Exit 0 when every check passes, 1 when
@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "model/optim.cuh"
-#include "model/optim_ref.h"
+#include "tests/optim_ref.h"
 #include "model/params.cuh"
 
 namespace {
