@@ -23,7 +23,7 @@ class GitRepoTest : public ::testing::Test {
     write_file(root / "trainer/train.cu", "lr 1\n");
     write_file(root / "trainer/harness/eval.h", "fixed\n");
     write_file(root / ".gitignore", "build/\n");
-    ASSERT_EQ(git("init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base").code, 0);
+    ASSERT_EQ(testing::commit_base_repo(root), 0);
   }
   testing::ShellResult git(const std::string& args) {
     return shell("cd " + sh_quote(root.string()) + " && git " + args);

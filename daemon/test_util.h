@@ -74,4 +74,12 @@ inline std::string sh_quote(const std::string& s) {
   return out + "'";
 }
 
+/// Makes `root` a git repo on branch main whose first commit ("base") holds
+/// every file already written there. Returns the command's exit code.
+inline int commit_base_repo(const std::filesystem::path& root) {
+  return shell("cd " + sh_quote(root.string()) +
+               " && git init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base")
+      .code;
+}
+
 }  // namespace ard::testing

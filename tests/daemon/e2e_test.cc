@@ -45,7 +45,7 @@ class DaemonE2E : public ::testing::Test {
     write_file(repo / "trainer/model/sub/kernel.cuh", "// editable\n");
     write_file(repo / "program.md", "# program v1\nLower val_bpb.\n");
     write_file(repo / ".gitignore", "build/\n");
-    ASSERT_EQ(git("init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base").code, 0);
+    ASSERT_EQ(testing::commit_base_repo(repo), 0);
     base = trim(git("rev-parse HEAD").out);
   }
   void TearDown() override {

@@ -45,10 +45,7 @@ class LlmDaemonE2E : public ::testing::TestWithParam<Protocol> {
     write_file(repo / "trainer/harness/eval.h", "// fixed evaluation\n");
     write_file(repo / "program.md", "# program\nLower val_bpb with small, clear changes.\n");
     write_file(repo / ".gitignore", "build/\n");
-    ASSERT_EQ(shell("cd " + sh_quote(repo.string()) +
-                    " && git init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base")
-                  .code,
-              0);
+    ASSERT_EQ(ard::testing::commit_base_repo(repo), 0);
   }
   void TearDown() override {
     if (daemon_pid > 0) {
