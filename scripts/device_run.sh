@@ -2,11 +2,17 @@
 # One call on the GPU machine (the device tool runs it in the repository root):
 #   scripts/device_run.sh check    kernel tests, train --check, prepare, tokenizer check,
 #                                  a 20-step run with --dump-init and the PyTorch twin
-#   scripts/device_run.sh fixed    prepare, then the fixed-step run (--steps 874)
-#   scripts/device_run.sh budget   prepare, then the default 300-second run
+#   scripts/device_run.sh fixed    prepare, tests, the RMSNorm-epsilon check, then the fixed-step
+#                                  run (--steps 874; PROFILE=1 adds the per-kernel table first)
+#   scripts/device_run.sh budget   prepare, tests, then the default 300-second run (PROFILE=1:
+#                                  the per-kernel table first; bin/train_dual if staged)
 #   scripts/device_run.sh steps N  prepare, then a run of N steps (throughput)
-# Expects, carried in .device/ (git-ignored): bin/{train,kernels_test,optim_test,prepare}
-# built here for sm_90 (scripts/device_stage.sh), corpus/{train,val}.jsonl.xz.
+#   scripts/device_run.sh survey   tests and --check, the attention benchmark, a 30-step run
+#                                  with the default evaluation (lines time-stamped: start-up and
+#                                  evaluation time), the per-kernel table of one step (ncu and
+#                                  scripts/kernel_table.py), and the PyTorch twin over 10 steps
+# Expects, carried in .device/ (git-ignored): bin/{train,kernels_test,optim_test} built here
+# for sm_90 (scripts/device_stage.sh), the static prepare, corpus/{train,val}.jsonl.xz.
 # Falls back to building the trainer there when the carried binaries do not start.
 # Logs go to $OUT (they come back with the call).
 set -uo pipefail
@@ -52,7 +58,7 @@ twin_and_tokenizer() {
   left=$(( ${LIMIT:-590} - SECONDS ))
   if [ -f tests/torch_twin.py ] && [ $left -gt 60 ]; then
     section "20 steps with --dump-init, then the PyTorch twin (${left}s left)"
-    "$BIN/train" --data "$DATA" --steps ${TWIN_STEPS:-20} --dump-init /tmp/dump --eval-tokens 262144 > "$OUT/twin_train.log" 2>&1
+    "${BIN_TRAIN:-$BIN/train}" --data "$DATA" --steps ${TWIN_STEPS:-20} --dump-init /tmp/dump --eval-tokens 262144 > "$OUT/twin_train.log" 2>&1
     echo "train rc=$?"; grep -E "^step" "$OUT/twin_train.log" | cut -c1-60
     left=$(( ${LIMIT:-590} - SECONDS - 5 ))
     timeout $left python3 tests/torch_twin.py --dump /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -30
@@ -60,10 +66,43 @@ twin_and_tokenizer() {
   fi
 }
 
+# Prefixes every line with the seconds since the pipe opened.
+stamp_lines() { python3 -c 'import sys, time
+t = time.time()
+for line in sys.stdin: print(f"{time.time() - t:8.2f} {line}", end="", flush=True)'; }
+
+optim_tests() {
+  if [ -x "$BIN/optim_test" ]; then
+    section "optimizer tests"; "$BIN/optim_test" > "$OUT/optim_test.log" 2>&1; echo "optim_test rc=$?"
+    grep -E "FAIL|adamw bf16" "$OUT/optim_test.log" | head -12; tail -2 "$OUT/optim_test.log"
+  fi
+}
+
+# One step's kernels, timed one by one by Nsight Compute (a 3-step run, one small evaluation batch).
+kernel_profile() {
+  section "per-kernel table of one step (ncu)"
+  timeout ${PROFILE_LIMIT:-200} ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    --log-file "$OUT/ncu.csv" "$BIN/train" --data "$DATA" --steps 3 --eval-tokens 262144 > "$OUT/ncu_train.log" 2>&1
+  echo "ncu rc=$?"; tail -3 "$OUT/ncu_train.log"
+  python3 scripts/kernel_table.py "$OUT/ncu.csv" --order "$OUT/kernels_in_order.txt" --top 45
+}
+
+# TRAIN: $BIN/train, or $BIN/train_eps32 (RMSNorm eps = fp32 machine epsilon) when PyTorch's
+# rms_norm adds that epsilon to bf16 inputs (tests/rmsnorm_eps_check.py decides).
+pick_norm_eps() {
+  TRAIN=$BIN/train
+  if [ -x "$BIN/train_eps32" ] && [ -f tests/rmsnorm_eps_check.py ]; then
+    section "which RMSNorm epsilon the reference's PyTorch uses"
+    timeout 120 python3 tests/rmsnorm_eps_check.py 2>&1 | tee "$OUT/eps_check.log" | tail -4
+    if grep -q "reference_norm_eps: fp32" "$OUT/eps_check.log"; then TRAIN=$BIN/train_eps32; fi
+  fi
+  echo "training binary: $TRAIN"
+}
+
 prepare_data() {
   section "prepare"
   local t0=$SECONDS
-  .device/bin/prepare --train .device/corpus/train.jsonl.xz --val .device/corpus/val.jsonl.xz \
+  .device/prepare --train .device/corpus/train.jsonl.xz --val .device/corpus/val.jsonl.xz \
     --cache /tmp/cache --threads 16 > "$OUT/prepare.log" 2>&1 || { tail -5 "$OUT/prepare.log"; exit 1; }
   tail -3 "$OUT/prepare.log"
   DATA=$(tail -1 "$OUT/prepare.log" | sed 's/^data_dir: //')
@@ -122,29 +161,41 @@ case "$MODE" in
   fixed)
     prepare_data
     choose_binaries
-    if [ -x "$BIN/train_b256" ]; then
-      section "12 steps with DEVICE_BATCH_ROWS 256 (one micro-batch a step)"
-      "$BIN/train_b256" --data "$DATA" --steps 12 --eval-tokens 262144 > "$OUT/b256.log" 2>&1
-      echo "rc=$?"; grep -E "^step 0000[0-9]|^step 0001[01]|peak_vram" "$OUT/b256.log" | cut -c1-100
-    fi
-    section "train --steps 874 ${EVAL_ARGS:-}"
-    "$BIN/train" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
-    head -3 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log"; tail -16 "$OUT/fixed.log"
-    twin_and_tokenizer
+    optim_tests
+    pick_norm_eps
+    [ -n "${PROFILE:-}" ] && kernel_profile
+    section "$TRAIN --steps 874 ${EVAL_ARGS:-}"
+    "$TRAIN" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
+    head -3 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log" | cut -c1-150; tail -16 "$OUT/fixed.log"
+    BIN_TRAIN=$TRAIN TWIN_STEPS=10 twin_and_tokenizer
     ;;
   budget)
     prepare_data
     choose_binaries
-    section "train (default 300 s budget) ${EVAL_ARGS:-}"
-    "$BIN/train" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
-    head -3 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log"; tail -16 "$OUT/budget.log"
-    twin_and_tokenizer
+    optim_tests
+    TRAIN=$BIN/train
+    [ -x "$BIN/train_dual" ] && TRAIN=$BIN/train_dual  # also scores the every-token packing
+    [ -n "${PROFILE:-}" ] && kernel_profile
+    section "$TRAIN (default 300 s budget) ${EVAL_ARGS:-}"
+    "$TRAIN" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
+    head -3 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log" | cut -c1-150; tail -17 "$OUT/budget.log"
+    BIN_TRAIN=$TRAIN TWIN_STEPS=10 twin_and_tokenizer
     ;;
   steps)
     prepare_data
     section "train --steps ${2:-30}"
     "$BIN/train" --data "$DATA" --steps "${2:-30}" > "$OUT/steps.log" 2>&1; echo "train rc=$?"
     tail -30 "$OUT/steps.log"
+    ;;
+  survey)
+    choose_binaries
+    optim_tests
+    prepare_data
+    section "train --steps 30, default evaluation (seconds since launch on each line)"
+    "$BIN/train" --data "$DATA" --steps 30 2>&1 | stamp_lines > "$OUT/steps30.log"; echo "train rc=${PIPESTATUS[0]}"
+    grep -E "model:|step 0000[0-2]|step 000(1[0-2]|2[7-9])" "$OUT/steps30.log" | cut -c1-150; tail -11 "$OUT/steps30.log"
+    kernel_profile
+    TWIN_STEPS=10 twin_and_tokenizer
     ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
 esac

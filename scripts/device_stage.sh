@@ -17,7 +17,7 @@ mkdir -p .device/bin .device/corpus
 cp "$BUILD/train" "$BUILD/kernels_test" .device/bin/
 rm -f .device/bin/optim_test
 if [ -f "$BUILD/optim_test" ]; then cp "$BUILD/optim_test" .device/bin/; fi
-cp "$PREP/harness/prepare" .device/bin/
-strip .device/bin/prepare
+cp "$PREP/harness/prepare" .device/prepare
+strip .device/prepare
 cp /work/shared/corpus/train.jsonl.xz /work/shared/corpus/val.jsonl.xz .device/corpus/
 du -sh .device

@@ -85,7 +85,9 @@ Config config_for_depth(int depth) {
           harness::MAX_SEQ_LEN, SHORT_WINDOW};
 }
 
-constexpr float NORM_EPS = 0.0078125f;  // bf16 machine epsilon, as RMSNorm on the bf16 stream uses
+// RMSNorm's eps: fp32's machine epsilon, which PyTorch's F.rms_norm adds even to a bf16
+// input (its computation type's; measured on the GPU machine, tests/rmsnorm_eps_check.py).
+constexpr float NORM_EPS = 1.1920929e-07f;
 
 // ---- the model: parameters, saved activations, forward and backward ----
 template <typename T>
@@ -106,8 +108,8 @@ struct GPT {
   std::vector<Layer> L;
   float* cos_sin;      // (T, D/2) cos, (T, D/2) sin
   T *emb, *x0, *xf;    // (N, C)
-  float *rstd0, *rstdf, *logits, *losses, *partials, *delta;
-  T *dlogits, *qraw, *kraw, *dX, *dx0, *dn, *dq, *dk, *dv, *dqraw, *dkraw, *dve, *dgate, *dh;
+  float *rstd0, *rstdf, *losses, *partials, *delta, *embed_partials;
+  T *logits, *dlogits, *qraw, *kraw, *dX, *dx0, *dn, *dq, *dk, *dv, *dqraw, *dkraw, *dve, *dgate, *dh;
 
   GPT(Config cfg, int batch_rows, cudaStream_t stream)
       : c(cfg), B(batch_rows), N(long(batch_rows) * cfg.seq_len), st(stream), blas(stream) {
@@ -143,7 +145,8 @@ struct GPT {
     emb = A(N * C), x0 = A(N * C), xf = A(N * C);
     L[0].x = x0;
     xlast = A(N * C);
-    rstd0 = Af(N), rstdf = Af(N), logits = Af(N * c.vocab), losses = Af(N), partials = Af(2048);
+    rstd0 = Af(N), rstdf = Af(N), logits = A(N * c.vocab), losses = Af(N), partials = Af(2048);
+    embed_partials = Af(max_embed_segments(N, c.vocab) * std::max(C, KV));
     delta = Af(N * c.n_head);
     dlogits = A(N * c.vocab), dh = A(N * F);
     qraw = A(N * HD), kraw = A(N * KV), dqraw = A(N * HD), dkraw = A(N * KV);
@@ -233,7 +236,7 @@ struct GPT {
       linear_forward(blas, x_out, l.a, p.wt(l.mlp_proj), N, F, C, 1.0f);  // x = xa + mlp
     }
     rmsnorm_forward(xf, rstdf, xlast, N, C, NORM_EPS, st);
-    linear_forward<T, float>(blas, logits, xf, p.wt(lm_head), N, C, c.vocab);
+    linear_forward<T, T>(blas, logits, xf, p.wt(lm_head), N, C, c.vocab);  // bf16 logits, as the reference
     softcap_cross_entropy(grad_scale > 0 ? dlogits : (T*)nullptr, losses, logits, tgt, N, c.vocab,
                           SOFTCAP, grad_scale, st);
   }
@@ -261,7 +264,7 @@ struct GPT {
       attention_backward(dq, dk, dv, delta, dqraw, l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
       if (l.ve >= 0) {
         ve_gate_backward(dgate, dve, dv, l.gate, p.e(l.ve), inp, N, Hkv, c.head_dim, st);
-        embedding_backward(p.g(l.ve), dve, idx, KV, st);
+        embedding_backward(p.g(l.ve), dve, idx, KV, embed_partials, st);
         matmul<T, float>(blas, p.g(l.ve_gate), G, dgate, Hkv, true, l.n1, C, false, Hkv, G, N, 1.0f);
       }
       linear_backward_weight(blas, p.g(l.c_v), dv, l.n1, N, C, KV);
@@ -280,7 +283,7 @@ struct GPT {
     }
     add(dn, dX, dx0, N * C, st);
     rmsnorm_backward(dX, (const T*)nullptr, dn, emb, rstd0, N, C, st);
-    embedding_backward(p.g(wte), dX, idx, C, st);
+    embedding_backward(p.g(wte), dX, idx, C, embed_partials, st);
   }
 
   /// 6 * (matrix + lm_head parameters) + attention's 12 * heads * head_dim * window, per token.
@@ -298,7 +301,8 @@ struct Optimizer {
   struct Adam {
     int param;
     float lr, beta1;
-    float *m, *v;  // (numel,) moments
+    float *m = nullptr, *v = nullptr;  // (numel,) moments of an fp32 parameter
+    bf16 *mb = nullptr, *vb = nullptr;  // (numel,) moments of a bf16 table, kept in bf16
   };
   struct Muon {
     long offset;  // of the group's stack in master / grads / shadow
@@ -329,19 +333,24 @@ struct Optimizer {
           continue;
         }
       }
-      float* m = arena.alloc<float>(t.numel());
-      float* v = arena.alloc<float>(t.numel());
-      cudaCheck(cudaMemset(m, 0, t.numel() * sizeof(float)));
-      cudaCheck(cudaMemset(v, 0, t.numel() * sizeof(float)));
-      adam.push_back({i, lr, beta1, m, v});
+      Adam a{i, lr, beta1};
+      if (t.embed) a.mb = zeros<bf16>(t.numel()), a.vb = zeros<bf16>(t.numel());
+      else a.m = zeros<float>(t.numel()), a.v = zeros<float>(t.numel());
+      adam.push_back(a);
     }
+  }
+  template <typename M>
+  M* zeros(long n) {
+    M* x = arena.alloc<M>(n);
+    cudaCheck(cudaMemset(x, 0, n * sizeof(M)));
+    return x;
   }
   void step(float lr_mult, float momentum, float weight_decay) {
     steps++;
     for (const Adam& a : adam) {
       const ParamInfo& t = p.info[a.param];
       AdamWHyper h{a.lr * lr_mult, a.beta1, ADAM_BETA2, ADAM_EPS, 0.0f};
-      if (t.embed) adamw_step(p.e(a.param), p.g(a.param), a.m, a.v, t.numel(), h, steps, blas.stream);
+      if (t.embed) adamw_step(p.e(a.param), p.g(a.param), a.mb, a.vb, t.numel(), h, steps, blas.stream);
       else adamw_step(p.w(a.param), p.g(a.param), a.m, a.v, t.numel(), h, steps, blas.stream, p.shadow + t.offset);
     }
     MuonHyper h{MATRIX_LR * lr_mult, momentum, weight_decay, MUON_BETA2};
@@ -430,7 +439,7 @@ int train(const harness::RunOptions& opt) {
 
   const double flops_per_token = model.flops_per_token(), peak_flops = 989.5e12;
   std::printf("model: depth %d, dim %d, heads %d/%d, params %.1fM, grad accum %d, %.1f GFLOP/token\n",
-              cfg.depth, cfg.dim, cfg.n_head, cfg.n_kv_head, model.p.count() / 1e6, grad_accum,
+              cfg.depth, cfg.dim, cfg.n_head, cfg.n_kv_head, model.p.n_params / 1e6, grad_accum,
               flops_per_token / 1e9);
   harness::TrainingClock clock(opt);
   std::vector<double> losses, lrms;
@@ -504,7 +513,7 @@ int train(const harness::RunOptions& opt) {
   s.mfu_percent = 100 * flops_per_token * counted_tps / peak_flops;
   s.total_tokens_m = double(step) * TOTAL_BATCH_TOKENS / 1e6;
   s.num_steps = step;
-  s.num_params_m = model.p.count() / 1e6;
+  s.num_params_m = model.p.n_params / 1e6;
   s.depth = cfg.depth;
   s.time_budget = opt.time_budget;
   s.fixed_steps = opt.steps;

@@ -30,7 +30,7 @@ HYPERPARAMETER_DEFAULTS = {
 }
 
 MODEL_DEFAULTS = {"window_pattern": "SSSL", "short_window": 1024, "softcap": 15.0,
-                  "rope_base": 10000.0, "norm_eps": 2.0 ** -7}
+                  "rope_base": 10000.0, "norm_eps": 1.1920929e-07}
 MODEL_REQUIRED = ("depth", "model_dim", "n_head", "n_kv_head", "head_dim", "vocab_size", "seq_len",
                   "batch_rows", "grad_accum", "steps")
 

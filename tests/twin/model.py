@@ -2,7 +2,7 @@
 autograd for the backward pass. Parameters live in a dict keyed by the dump's
 names; forward() returns the summed cross-entropy of one (B, T) batch.
 
-  x0 = norm(wte[idx])                              norm: parameter-free RMSNorm, eps 2^-7
+  x0 = norm(wte[idx])                              norm: RMSNorm, no weight, eps from the dump
   per layer i:
     x  = resid_lambdas[i] * x + x0_lambdas[i] * x0
     n  = norm(x)

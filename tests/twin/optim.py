@@ -123,8 +123,13 @@ class MuonAdamW:
         hp, t = self.hp, self.t
         for name, lr, b1, b2, m, v, table in self.adam:
             p, g = self.params[name], self.params[name].grad
+            if table:  # a bf16 table's gradient and moments are bf16, as the trainer keeps them
+                g = self.prec.round(g)
             m.lerp_(g, 1 - b1)
             v.lerp_(g.square(), 1 - b2)
+            if table:
+                m.copy_(self.prec.round(m))
+                v.copy_(self.prec.round(v))
             denom = (v / (1 - b2 ** t)).sqrt() + hp["ADAM_EPS"]
             p.sub_(lr * lrm / (1 - b1 ** t) * m / denom)
             if table:

@@ -33,13 +33,13 @@ double BpbMeter::bpb() const {
 }
 
 double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes, long eval_tokens,
-                    int batch_rows, int seq_len, const BatchLossFn& losses) {
+                    int batch_rows, int seq_len, const BatchLossFn& losses, ValidationPacking packing) {
   if (eval_tokens <= 0) throw std::invalid_argument("eval: eval_tokens must be positive");
   LoaderOptions options;
   options.batch_rows = batch_rows;
   options.seq_len = seq_len;
-  options.cycle = false;
-  options.requeue_crops = true;  // every validation token is scored, none cropped away
+  options.cycle = packing == ValidationPacking::kReference;
+  options.requeue_crops = packing == ValidationPacking::kEveryToken;
   PackedLoader loader(val, options);
   BpbMeter meter(token_bytes);
   const size_t row_tokens = static_cast<size_t>(seq_len) + 1;

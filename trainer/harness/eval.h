@@ -4,6 +4,9 @@
 // val_bpb = sum(loss_nats[t]) / (ln 2 * sum(token_bytes[target[t]])) over the
 // first EVAL_TOKENS target tokens of the validation shard in fixed order;
 // targets of byte length 0 (special tokens) are excluded from both sums.
+// The rows are packed as the reference trainer packs its validation batches
+// (ValidationPacking::kReference), so our val_bpb and its figures are taken
+// over the same tokens.
 #pragma once
 
 #include <cstddef>
@@ -38,11 +41,22 @@ class BpbMeter {
 using BatchLossFn = std::function<void(const uint16_t* rows, int batch_rows, int seq_len,
                                        float* losses_out)>;
 
-/// Runs the model over the validation shard with a non-cycling loader of
-/// batch_rows x seq_len (cropped documents' rests requeued, so no token is
-/// lost) until eval_tokens target tokens are scored (rounded up
-/// to whole batches; throws if the shard is too short) and returns val_bpb.
+/// How validation rows are packed (best-fit over 1000 documents either way).
+enum class ValidationPacking {
+  /// As the reference: the rest of a cropped document is dropped, and the shard
+  /// is read again from its start when it runs out (the pinned validation file
+  /// gives 6 such batches of 128 x 2048; EVAL_TOKENS' 8 take 2 from a second pass).
+  kReference,
+  /// Every token once: a cropped rest goes back into the buffer behind a new BOS;
+  /// no second pass (throws when the shard is too short).
+  kEveryToken,
+};
+
+/// Runs the model over the validation shard with a loader of batch_rows x
+/// seq_len until eval_tokens target tokens are scored (rounded up to whole
+/// batches) and returns val_bpb.
 double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes,
-                    long eval_tokens, int batch_rows, int seq_len, const BatchLossFn& losses);
+                    long eval_tokens, int batch_rows, int seq_len, const BatchLossFn& losses,
+                    ValidationPacking packing = ValidationPacking::kReference);
 
 }  // namespace harness

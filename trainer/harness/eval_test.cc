@@ -52,6 +52,8 @@ void losses_from_ids(const uint16_t* rows, int b, int t, float* out) {
     for (int i = 0; i < t; ++i) out[r * t + i] = rows[r * (t + 1) + i + 1] / 10.0f;
 }
 
+constexpr ValidationPacking kEvery = ValidationPacking::kEveryToken;
+
 TEST(EvaluateBpb, SumsWholeBatchesInShardOrder) {
   testing::TempDir dir;
   // Two documents of exactly one row each (BOS + 4 tokens, T = 4).
@@ -61,21 +63,33 @@ TEST(EvaluateBpb, SumsWholeBatchesInShardOrder) {
   table[10] = 3;
   const double ln2 = std::log(2.0);
   // One batch: targets 10..13, nats 1.0+1.1+1.2+1.3 = 4.6, bytes 3+1+1+1 = 6.
-  EXPECT_NEAR(evaluate_bpb(val, table, 3, 1, 4, losses_from_ids), 4.6 / (6 * ln2), 1e-6);
-  // Two batches: + 2.0+2.1+2.2+2.3 = 8.6 nats, + 4 bytes.
-  EXPECT_NEAR(evaluate_bpb(val, table, 8, 1, 4, losses_from_ids), 13.2 / (10 * ln2), 1e-6);
-  // A third batch does not exist.
-  EXPECT_THROW(evaluate_bpb(val, table, 9, 1, 4, losses_from_ids), std::runtime_error);
+  for (ValidationPacking packing : {ValidationPacking::kReference, kEvery}) {
+    EXPECT_NEAR(evaluate_bpb(val, table, 3, 1, 4, losses_from_ids, packing), 4.6 / (6 * ln2), 1e-6);
+    // Two batches: + 2.0+2.1+2.2+2.3 = 8.6 nats, + 4 bytes.
+    EXPECT_NEAR(evaluate_bpb(val, table, 8, 1, 4, losses_from_ids, packing), 13.2 / (10 * ln2), 1e-6);
+  }
+  // A third batch: every-token packing has none; the reference's reads the shard again.
+  EXPECT_THROW(evaluate_bpb(val, table, 9, 1, 4, losses_from_ids, kEvery), std::runtime_error);
+  EXPECT_NEAR(evaluate_bpb(val, table, 9, 1, 4, losses_from_ids), (13.2 + 4.6) / (16 * ln2), 1e-6);
 }
 
 TEST(EvaluateBpb, DocumentsLongerThanARowAreScoredWhole) {
   testing::TempDir dir;
   testing::write_shard(dir.path(), "val", {{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}});
   TokenShard val(dir.path(), "val");
-  // Rows of 5: BOS 10 11 12 13 | BOS 14 15 16 17 | (BOS 18 19 cannot fill a row).
+  // Every token: rows of 5: BOS 10 11 12 13 | BOS 14 15 16 17 | (BOS 18 19 cannot fill a row).
   const double expected = (1.0 + 1.1 + 1.2 + 1.3 + 1.4 + 1.5 + 1.6 + 1.7) / (8 * std::log(2.0));
+  EXPECT_NEAR(evaluate_bpb(val, table_of_ones(), 8, 1, 4, losses_from_ids, kEvery), expected, 1e-6);
+  EXPECT_THROW(evaluate_bpb(val, table_of_ones(), 9, 1, 4, losses_from_ids, kEvery), std::runtime_error);
+}
+
+TEST(EvaluateBpb, ReferencePackingDropsCropRestsAndReadsTheShardAgain) {
+  testing::TempDir dir;
+  testing::write_shard(dir.path(), "val", {{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}});
+  TokenShard val(dir.path(), "val");
+  // Rows of 5: BOS 10 11 12 13 (the rest 14..19 dropped), then the document again.
+  const double expected = 2 * (1.0 + 1.1 + 1.2 + 1.3) / (8 * std::log(2.0));
   EXPECT_NEAR(evaluate_bpb(val, table_of_ones(), 8, 1, 4, losses_from_ids), expected, 1e-6);
-  EXPECT_THROW(evaluate_bpb(val, table_of_ones(), 9, 1, 4, losses_from_ids), std::runtime_error);
 }
 
 TEST(EvaluateBpb, BosInsideARowIsNotScored) {

@@ -1,24 +1,29 @@
 // Sliding-window causal attention (see attention.cuh).
 //
-// Flash kernels (bf16, D = 128): a block of 4 warps owns a tile of 64 rows,
-// each warp 16 of them; tiles of the other operand stream through shared
-// memory 64 rows at a time. Fragments follow mma.m16n8k16's layout: lane =
-// 4 * g + t; an accumulator holds rows g and g+8, columns 2t and 2t+1 of an
-// 8-wide tile, which is also the layout of an A operand, so probabilities feed
-// the next product straight from registers.
-//   forward:   per query tile, online softmax over key tiles, writes o and lse.
+// Flash kernels (bf16, D = 128): a block of 8 warps owns a tile of 128 rows
+// (4 warps and 64 rows when seq_len % 128 != 0), each warp 16 of them; tiles of
+// the other operand stream through shared memory 64 rows at a time, double-
+// buffered: cp.async fetches tile n + 1 while tile n is computed. A warp skips
+// a streamed tile where none of its 16 rows sees any of the tile's 64 rows.
+// Fragments follow mma.m16n8k16's layout: lane = 4 * g + t; an accumulator
+// holds rows g and g+8, columns 2t and 2t+1 of an 8-wide tile, which is also
+// the layout of an A operand, so probabilities feed the next product straight
+// from registers.
+//   forward:   per query tile (latest first: they see the most keys), online
+//              softmax over key tiles, writes o and lse.
 //   backward:  dq per query tile (recomputes P and dP), dk/dv per key tile
 //              (loops over the query heads of its group): no atomics.
 #include "model/attention.cuh"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace {
 
 constexpr int HD = 128;        // head_dim of the flash kernels
-constexpr int TILE = 64;       // rows per tile
+constexpr int TILE = 64;       // rows per streamed tile
 constexpr int LDS = HD + 8;    // padded shared-memory row (bf16): conflict-free fragments
-constexpr int THREADS = 128;   // 4 warps x 16 rows
+constexpr int TILE_ELEMS = TILE * LDS;
 constexpr float LOG2E = 1.4426950408889634f;
 
 __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
@@ -36,33 +41,29 @@ __device__ __forceinline__ uint32_t pack2f(float lo, float hi) {
   return pack2(__float2bfloat16(lo), __float2bfloat16(hi));
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const bf16* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 
 // A fragment (16 x 16) of a row-major tile s[row][col], rows r0.., cols c0..: ldmatrix.x4,
 // lanes 0..15 address rows r0..r0+15 at c0, lanes 16..31 the same rows at c0 + 8.
-__device__ __forceinline__ void load_a(uint32_t* a, const bf16* s, int r0, int c0, int g, int t) {
-  const int lane = 4 * g + t;
+__device__ __forceinline__ void load_a(uint32_t* a, const bf16* s, int r0, int c0, int lane) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                : "r"(smem_addr(s + (r0 + (lane & 15)) * LDS + c0 + (lane >> 4) * 8)));
 }
-// B fragment (k 16 x n 8) from a tile stored s[n][k] (e.g. K for Q·Kᵀ): ldmatrix.x2,
-// lanes 0..7 address rows n0..n0+7 at k0, lanes 8..15 the same rows at k0 + 8.
-__device__ __forceinline__ void load_b_nk(uint32_t& b0, uint32_t& b1, const bf16* s, int n0, int k0,
-                                          int g, int t) {
-  const int lane = 4 * g + t;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(b0), "=r"(b1)
-               : "r"(smem_addr(s + (n0 + (lane & 7)) * LDS + k0 + ((lane >> 3) & 1) * 8)));
+// B fragments (k 16 x n 8) of the two n tiles n0 and n0 + 8, from a tile stored s[n][k] (e.g. K
+// for Q·Kᵀ): ldmatrix.x4, lanes 0..7 address rows n0..n0+7 at k0, lanes 8..15 the same rows at
+// k0 + 8, lanes 16..31 likewise rows n0+8..n0+15. b[0], b[1]: n tile n0; b[2], b[3]: n0 + 8.
+__device__ __forceinline__ void load_b_nk(uint32_t* b, const bf16* s, int n0, int k0, int lane) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(smem_addr(s + (n0 + (lane & 7) + (lane >> 4) * 8) * LDS + k0 + ((lane >> 3) & 1) * 8)));
 }
-// B fragment (k 16 x n 8) from a tile stored s[k][n] (e.g. V for P·V): a transposing
-// ldmatrix; lanes 0..15 address rows k0..k0+15 (lanes 16..31 repeat them, unused by .x2).
-__device__ __forceinline__ void load_b_kn(uint32_t& b0, uint32_t& b1, const bf16* s, int k0, int n0,
-                                          int g, int t) {
-  const int lane = 4 * g + t;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(b0), "=r"(b1)
-               : "r"(smem_addr(s + (k0 + (lane & 15)) * LDS + n0)));
+// The same from a tile stored s[k][n] (e.g. V for P·V): a transposing ldmatrix.x4, lanes 0..15
+// address rows k0..k0+15 at n0, lanes 16..31 the same rows at n0 + 8.
+__device__ __forceinline__ void load_b_kn(uint32_t* b, const bf16* s, int k0, int n0, int lane) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(smem_addr(s + (k0 + (lane & 15)) * LDS + n0 + (lane >> 4) * 8)));
 }
 // Accumulators of two adjacent 8-wide tiles as one A fragment (16 x 16).
 __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const float* c1) {
@@ -72,72 +73,124 @@ __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const flo
   a[3] = pack2f(c1[2], c1[3]);
 }
 
-// Copies 64 rows of 128 bf16 from global (row r at base + r * stride) to s.
-__device__ __forceinline__ void load_tile(bf16* s, const bf16* base, long stride) {
-  for (int i = threadIdx.x; i < TILE * HD / 8; i += THREADS) {
-    int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
-    *reinterpret_cast<uint4*>(s + r * LDS + c) = *reinterpret_cast<const uint4*>(base + r * stride + c);
-  }
+// Asynchronous global -> shared copies (cp.async): a thread's copies of a group it committed
+// have landed once cp_async_wait() returns; a barrier then shows them to the block.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
+
+// Starts copying ROWS rows of 128 bf16 from global (row r at src + r * stride) to s, 16 bytes
+// per cp.async: THREADS / ROWS threads share a row, each instruction of theirs covering
+// adjacent chunks (whole 32-byte sectors), at offsets that are immediates.
+template <int ROWS, int THREADS>
+__device__ __forceinline__ void load_tile_async(bf16* s, const bf16* src, long stride) {
+  constexpr int PER_ROW = THREADS / ROWS, CHUNKS = HD / 8 / PER_ROW;  // threads per row, copies per thread
+  static_assert(THREADS % ROWS == 0 && HD / 8 % PER_ROW == 0, "tile copy must split evenly over the block");
+  const int r = threadIdx.x / PER_ROW, c = threadIdx.x % PER_ROW * 8;
+  bf16* dst = s + r * LDS + c;
+  const bf16* from = src + r * stride + c;
+#pragma unroll
+  for (int n = 0; n < CHUNKS; n++) cp_async16(dst + n * PER_ROW * 8, from + n * PER_ROW * 8);
 }
 
-__device__ __forceinline__ bool visible(int i, int j, int window) { return j <= i && i - j <= window; }
-// Every (query, key) pair of the 64 x 64 tile pair is visible: no per-element mask needed.
-__device__ __forceinline__ bool tile_visible(int q0, int k0, int window) {
-  return k0 + TILE - 1 <= q0 && q0 + TILE - 1 - k0 <= window;
+// Some / every (query, key) pair of queries q0 .. q0 + nq - 1 and keys k0 .. k0 + nk - 1 is
+// visible (i - j spans [q0 - k0 - nk + 1, q0 + nq - 1 - k0]; visible means 0 <= i - j <= window).
+__device__ __forceinline__ bool some_visible(int q0, int nq, int k0, int nk, int window) {
+  return k0 <= q0 + nq - 1 && q0 - (k0 + nk - 1) <= window;
+}
+__device__ __forceinline__ bool all_visible(int q0, int nq, int k0, int nk, int window) {
+  return k0 + nk - 1 <= q0 && q0 + nq - 1 - k0 <= window;
 }
 
-// grid (T / 64, B * H)
-__global__ void __launch_bounds__(THREADS) flash_forward_kernel(
+// Sets the scores of invisible pairs to -inf in a warp's 16 x 64 accumulator tile: the pair of
+// sc[n][2 r + c] has distance i - j = dist[r] + STEP * (8 n + c) (STEP -1 where the columns
+// are keys, +1 where they are queries); visible means 0 <= i - j <= window.
+template <int STEP>
+__device__ __forceinline__ void mask_scores(float (&sc)[TILE / 8][4], const int* dist, int window) {
+#pragma unroll
+  for (int n = 0; n < TILE / 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int d = dist[e / 2] + STEP * (8 * n + (e & 1));
+      if (d < 0 || d > window) sc[n][e] = -INFINITY;
+    }
+}
+
+// grid (T / (16 * WARPS), B * H); block 32 * WARPS. Shared memory: the query tile (16 * WARPS,
+// LDS), then 2 stages of {K, V} tiles (TILE, LDS).
+template <int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, 2) flash_forward_kernel(
     bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s, float scale) {
+  constexpr int BM = 16 * WARPS, THREADS = 32 * WARPS;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* sQ = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sK = sQ + TILE * LDS;
-  bf16* sV = sK + TILE * LDS;
+  bf16* sKV = sQ + BM * LDS;  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
-  const int q0 = blockIdx.x * TILE;
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * BM;  // latest query tiles first: the most work
+  const int r0 = q0 + warp * 16;                      // this warp's rows r0 .. r0 + 15
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
-  load_tile(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
+  const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
+  const bf16* vh = v + long(b) * s.T * kstride + hk * HD;
+  auto load_kv = [&](int kt, int st) {  // key tile kt into stage st: one cp.async group
+    load_tile_async<TILE, THREADS>(sKV + 2 * st * TILE_ELEMS, kh + long(kt) * TILE * kstride, kstride);
+    load_tile_async<TILE, THREADS>(sKV + (2 * st + 1) * TILE_ELEMS, vh + long(kt) * TILE * kstride, kstride);
+    cp_async_commit();
+  };
+  // key tiles seen by some row: from row q0's window start to the last row's diagonal
+  const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = (q0 + BM - 1) / TILE;
+  load_tile_async<BM, THREADS>(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
+  load_kv(kt_begin, 0);  // the same group as Q
 
   const float sl2 = scale * LOG2E;
   float acc_o[HD / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  const int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-  const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = q0 / TILE;
+  const int row[2] = {r0 + g, r0 + g + 8};
   for (int kt = kt_begin; kt <= kt_end; kt++) {
-    const int k0 = kt * TILE;
-    __syncthreads();
-    load_tile(sK, k + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-    load_tile(sV, v + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-    __syncthreads();
+    const int st = (kt - kt_begin) & 1, k0 = kt * TILE;
+    cp_async_wait<0>();
+    __syncthreads();  // tile kt is in stage st for all threads; nobody reads stage st ^ 1 any more
+    if (kt < kt_end) load_kv(kt + 1, st ^ 1);
+    if (!some_visible(r0, 16, k0, TILE, s.window)) continue;  // warp-uniform
+    const bf16* sK = sKV + 2 * st * TILE_ELEMS;
+    const bf16* sV = sK + TILE_ELEMS;
     float sc[TILE / 8][4] = {};
     for (int kk = 0; kk < HD; kk += 16) {
       uint32_t a[4];
-      load_a(a, sQ, warp * 16, kk, g, t);
+      load_a(a, sQ, warp * 16, kk, lane);
 #pragma unroll
-      for (int n = 0; n < TILE / 8; n++) {
-        uint32_t b0, b1;
-        load_b_nk(b0, b1, sK, n * 8, kk, g, t);
-        mma16816(sc[n], a, b0, b1);
+      for (int n = 0; n < TILE / 8; n += 2) {
+        uint32_t bk[4];
+        load_b_nk(bk, sK, n * 8, kk, lane);
+        mma16816(sc[n], a, bk[0], bk[1]);
+        mma16816(sc[n + 1], a, bk[2], bk[3]);
       }
     }
+    if (!all_visible(r0, 16, k0, TILE, s.window)) {  // a tile on the diagonal or the window edge
+      const int dist[2] = {row[0] - k0 - 2 * t, row[1] - k0 - 2 * t};
+      mask_scores<-1>(sc, dist, s.window);
+    }
     float mx[2] = {-INFINITY, -INFINITY};
-    const bool full = tile_visible(q0, k0, s.window);
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        int j = k0 + n * 8 + 2 * t + (e & 1);
-        float x = full || visible(row[e / 2], j, s.window) ? sc[n][e] * sl2 : -INFINITY;
-        sc[n][e] = x;
-        mx[e / 2] = fmaxf(mx[e / 2], x);
+        sc[n][e] *= sl2;
+        mx[e / 2] = fmaxf(mx[e / 2], sc[n][e]);
       }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
       float m_new = fmaxf(m[r], mx[r]);
-      float m_use = m_new == -INFINITY ? 0.f : m_new;
+      float m_use = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
       float corr = exp2f(m[r] - m_use);
       m[r] = m_new;
       l[r] *= corr;
@@ -159,10 +212,11 @@ __global__ void __launch_bounds__(THREADS) flash_forward_kernel(
       uint32_t a[4];
       acc_to_a(a, sc[2 * kk], sc[2 * kk + 1]);
 #pragma unroll
-      for (int n = 0; n < HD / 8; n++) {
-        uint32_t b0, b1;
-        load_b_kn(b0, b1, sV, kk * 16, n * 8, g, t);
-        mma16816(acc_o[n], a, b0, b1);
+      for (int n = 0; n < HD / 8; n += 2) {
+        uint32_t bv[4];
+        load_b_kn(bv, sV, kk * 16, n * 8, lane);
+        mma16816(acc_o[n], a, bv[0], bv[1]);
+        mma16816(acc_o[n + 1], a, bv[2], bv[3]);
       }
     }
   }
@@ -197,68 +251,94 @@ __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnS
   if (lane == 0) delta[(long(b) * s.H + h) * s.T + i] = acc;
 }
 
-// grid (T / 64, B * H): dq for one query tile.
-__global__ void __launch_bounds__(THREADS) flash_backward_dq_kernel(
+// grid (T / (16 * WARPS), B * H); block 32 * WARPS: dq for one query tile. Shared memory: the
+// Q and dO tiles (16 * WARPS, LDS), then 2 stages of {K, V} tiles (TILE, LDS). Each warp keeps
+// its rows of Q and dO in registers as A fragments for the whole key loop.
+template <int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) flash_backward_dq_kernel(
     bf16* dq, const bf16* dout, const float* lse, const float* delta, const bf16* q, const bf16* k,
     const bf16* v, AttnShape s, float scale) {
+  constexpr int BM = 16 * WARPS, THREADS = 32 * WARPS;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* sQ = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sdO = sQ + TILE * LDS;
-  bf16* sK = sdO + TILE * LDS;
-  bf16* sV = sK + TILE * LDS;
+  bf16* sdO = sQ + BM * LDS;
+  bf16* sKV = sdO + BM * LDS;  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
-  const int q0 = blockIdx.x * TILE;
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * BM;  // latest query tiles first: the most work
+  const int r0 = q0 + warp * 16;                      // this warp's rows r0 .. r0 + 15
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
-  load_tile(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
-  load_tile(sdO, dout + (long(b) * s.T + q0) * qstride + h * HD, qstride);
-  const int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
+  const bf16* vh = v + long(b) * s.T * kstride + hk * HD;
+  auto load_kv = [&](int kt, int st) {  // key tile kt into stage st: one cp.async group
+    load_tile_async<TILE, THREADS>(sKV + 2 * st * TILE_ELEMS, kh + long(kt) * TILE * kstride, kstride);
+    load_tile_async<TILE, THREADS>(sKV + (2 * st + 1) * TILE_ELEMS, vh + long(kt) * TILE * kstride, kstride);
+    cp_async_commit();
+  };
+  const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = (q0 + BM - 1) / TILE;
+  load_tile_async<BM, THREADS>(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
+  load_tile_async<BM, THREADS>(sdO, dout + (long(b) * s.T + q0) * qstride + h * HD, qstride);
+  cp_async_commit();
+  load_kv(kt_begin, 0);
+  const int row[2] = {r0 + g, r0 + g + 8};
   float lse2[2], dl[2];
   for (int r = 0; r < 2; r++) {
     lse2[r] = lse[(long(b) * s.H + h) * s.T + row[r]] * LOG2E;
     dl[r] = delta[(long(b) * s.H + h) * s.T + row[r]];
   }
+  cp_async_wait<1>();  // Q and dO have landed; the first K/V tile may still be in flight
+  __syncthreads();
+  uint32_t qa[HD / 16][4], da[HD / 16][4];  // this warp's Q and dO rows as A fragments
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; kk++) {
+    load_a(qa[kk], sQ, warp * 16, kk * 16, lane);
+    load_a(da[kk], sdO, warp * 16, kk * 16, lane);
+  }
   const float sl2 = scale * LOG2E;
   float acc_dq[HD / 8][4] = {};
-  const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = q0 / TILE;
   for (int kt = kt_begin; kt <= kt_end; kt++) {
-    const int k0 = kt * TILE;
-    __syncthreads();
-    load_tile(sK, k + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-    load_tile(sV, v + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-    __syncthreads();
+    const int st = (kt - kt_begin) & 1, k0 = kt * TILE;
+    cp_async_wait<0>();
+    __syncthreads();  // tile kt is in stage st for all threads; nobody reads stage st ^ 1 any more
+    if (kt < kt_end) load_kv(kt + 1, st ^ 1);
+    if (!some_visible(r0, 16, k0, TILE, s.window)) continue;  // warp-uniform
+    const bf16* sK = sKV + 2 * st * TILE_ELEMS;
+    const bf16* sV = sK + TILE_ELEMS;
     float sc[TILE / 8][4] = {}, dp[TILE / 8][4] = {};
-    for (int kk = 0; kk < HD; kk += 16) {
-      uint32_t a[4], ad[4];
-      load_a(a, sQ, warp * 16, kk, g, t);
-      load_a(ad, sdO, warp * 16, kk, g, t);
 #pragma unroll
-      for (int n = 0; n < TILE / 8; n++) {
-        uint32_t b0, b1;
-        load_b_nk(b0, b1, sK, n * 8, kk, g, t);
-        mma16816(sc[n], a, b0, b1);
-        load_b_nk(b0, b1, sV, n * 8, kk, g, t);
-        mma16816(dp[n], ad, b0, b1);
+    for (int kk = 0; kk < HD / 16; kk++) {
+#pragma unroll
+      for (int n = 0; n < TILE / 8; n += 2) {
+        uint32_t bb[4];
+        load_b_nk(bb, sK, n * 8, kk * 16, lane);
+        mma16816(sc[n], qa[kk], bb[0], bb[1]);
+        mma16816(sc[n + 1], qa[kk], bb[2], bb[3]);
+        load_b_nk(bb, sV, n * 8, kk * 16, lane);
+        mma16816(dp[n], da[kk], bb[0], bb[1]);
+        mma16816(dp[n + 1], da[kk], bb[2], bb[3]);
       }
     }
-    const bool full = tile_visible(q0, k0, s.window);
+    if (!all_visible(r0, 16, k0, TILE, s.window)) {  // a tile on the diagonal or the window edge
+      const int dist[2] = {row[0] - k0 - 2 * t, row[1] - k0 - 2 * t};
+      mask_scores<-1>(sc, dist, s.window);
+    }
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        int j = k0 + n * 8 + 2 * t + (e & 1);
-        float p = full || visible(row[e / 2], j, s.window) ? exp2f(sc[n][e] * sl2 - lse2[e / 2]) : 0.f;
-        sc[n][e] = p * (dp[n][e] - dl[e / 2]);  // dS
+        float p = exp2f(sc[n][e] * sl2 - lse2[e / 2]);  // 0 where masked
+        sc[n][e] = p * (dp[n][e] - dl[e / 2]);          // dS
       }
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; kk++) {
       uint32_t a[4];
       acc_to_a(a, sc[2 * kk], sc[2 * kk + 1]);
 #pragma unroll
-      for (int n = 0; n < HD / 8; n++) {
-        uint32_t b0, b1;
-        load_b_kn(b0, b1, sK, kk * 16, n * 8, g, t);
-        mma16816(acc_dq[n], a, b0, b1);
+      for (int n = 0; n < HD / 8; n += 2) {
+        uint32_t bk[4];
+        load_b_kn(bk, sK, kk * 16, n * 8, lane);
+        mma16816(acc_dq[n], a, bk[0], bk[1]);
+        mma16816(acc_dq[n + 1], a, bk[2], bk[3]);
       }
     }
   }
@@ -272,75 +352,96 @@ __global__ void __launch_bounds__(THREADS) flash_backward_dq_kernel(
   }
 }
 
-// grid (T / 64, B * Hkv): dk, dv for one key tile, summed over the group's query heads.
-__global__ void __launch_bounds__(THREADS) flash_backward_dkdv_kernel(
+// grid (T / (16 * WARPS), B * Hkv); block 32 * WARPS: dk, dv for one key tile, summed over the
+// group's query heads (the first key tiles see the most queries and launch first). Shared memory: the K and V tiles (16 * WARPS, LDS), 2 stages of {Q, dO}
+// tiles (TILE, LDS), then 2 stages of {lse, delta} (TILE,) floats.
+template <int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) flash_backward_dkdv_kernel(
     bf16* dk, bf16* dv, const bf16* dout, const float* lse, const float* delta, const bf16* q,
     const bf16* k, const bf16* v, AttnShape s, float scale) {
+  constexpr int BK = 16 * WARPS, THREADS = 32 * WARPS;
+  static_assert(THREADS >= 2 * TILE, "one thread per lse and delta entry");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* sK = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sV = sK + TILE * LDS;
-  bf16* sQ = sV + TILE * LDS;
-  bf16* sdO = sQ + TILE * LDS;
-  float* sL = reinterpret_cast<float*>(sdO + TILE * LDS);  // (64,) lse * log2(e)
-  float* sD = sL + TILE;                                    // (64,) delta
+  bf16* sV = sK + BK * LDS;
+  bf16* sQO = sV + BK * LDS;                                    // stage st: Q at sQO + 2 * st * TILE_ELEMS, dO right after
+  float* sLD = reinterpret_cast<float*>(sQO + 4 * TILE_ELEMS);  // stage st: lse at sLD + 2 * st * TILE, delta right after
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.Hkv, hk = bh % s.Hkv, group = s.H / s.Hkv;
-  const int k0 = blockIdx.x * TILE;
+  const int k0 = blockIdx.x * BK, kw = k0 + warp * 16;  // this warp's keys kw .. kw + 15
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
-  load_tile(sK, k + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-  load_tile(sV, v + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-  const int key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+  // query tiles seen by some key: from the first key's diagonal to the last key's window end
+  const int qt_begin = k0 / TILE, n_qt = min(s.T - 1, k0 + BK - 1 + s.window) / TILE - qt_begin + 1;
+  const int steps = group * n_qt;  // (query head, query tile) pairs, head by head
+  auto load_q = [&](int step, int st) {  // the tiles of step into stage st: one cp.async group
+    const int h = hk * group + step / n_qt, q0 = (qt_begin + step % n_qt) * TILE;
+    const long qoff = (long(b) * s.T + q0) * qstride + h * HD;
+    load_tile_async<TILE, THREADS>(sQO + 2 * st * TILE_ELEMS, q + qoff, qstride);
+    load_tile_async<TILE, THREADS>(sQO + (2 * st + 1) * TILE_ELEMS, dout + qoff, qstride);
+    if (threadIdx.x < 2 * TILE)
+      cp_async4(sLD + 2 * st * TILE + threadIdx.x,
+                (threadIdx.x < TILE ? lse : delta) + (long(b) * s.H + h) * s.T + q0 + threadIdx.x % TILE);
+    cp_async_commit();
+  };
+  load_tile_async<BK, THREADS>(sK, k + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
+  load_tile_async<BK, THREADS>(sV, v + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
+  load_q(0, 0);  // the same group as K and V
+  const int key[2] = {kw + g, kw + g + 8};
   const float sl2 = scale * LOG2E;
   float acc_dk[HD / 8][4] = {}, acc_dv[HD / 8][4] = {};
-  const int qt_end = min(s.T - 1, k0 + TILE - 1 + s.window) / TILE;
-  for (int h = hk * group; h < (hk + 1) * group; h++) {
-    for (int qt = k0 / TILE; qt <= qt_end; qt++) {
-      const int q0 = qt * TILE;
-      __syncthreads();
-      load_tile(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
-      load_tile(sdO, dout + (long(b) * s.T + q0) * qstride + h * HD, qstride);
-      for (int i = threadIdx.x; i < TILE; i += THREADS) {
-        sL[i] = lse[(long(b) * s.H + h) * s.T + q0 + i] * LOG2E;
-        sD[i] = delta[(long(b) * s.H + h) * s.T + q0 + i];
+  for (int step = 0; step < steps; step++) {
+    const int st = step & 1, q0 = (qt_begin + step % n_qt) * TILE;
+    cp_async_wait<0>();
+    __syncthreads();  // step's tiles are in stage st for all threads; nobody reads stage st ^ 1 any more
+    if (step + 1 < steps) load_q(step + 1, st ^ 1);
+    if (!some_visible(q0, TILE, kw, 16, s.window)) continue;  // warp-uniform
+    const bf16* sQ = sQO + 2 * st * TILE_ELEMS;
+    const bf16* sdO = sQ + TILE_ELEMS;
+    const float* sL = sLD + 2 * st * TILE;  // lse
+    const float* sD = sL + TILE;            // delta
+    float sc[TILE / 8][4] = {}, dp[TILE / 8][4] = {};  // (keys, queries) of this warp
+    for (int kk = 0; kk < HD; kk += 16) {
+      uint32_t a[4], av[4];
+      load_a(a, sK, warp * 16, kk, lane);
+      load_a(av, sV, warp * 16, kk, lane);
+#pragma unroll
+      for (int n = 0; n < TILE / 8; n += 2) {
+        uint32_t bb[4];
+        load_b_nk(bb, sQ, n * 8, kk, lane);
+        mma16816(sc[n], a, bb[0], bb[1]);
+        mma16816(sc[n + 1], a, bb[2], bb[3]);
+        load_b_nk(bb, sdO, n * 8, kk, lane);
+        mma16816(dp[n], av, bb[0], bb[1]);
+        mma16816(dp[n + 1], av, bb[2], bb[3]);
       }
-      __syncthreads();
-      float sc[TILE / 8][4] = {}, dp[TILE / 8][4] = {};  // (keys, queries) of this warp
-      for (int kk = 0; kk < HD; kk += 16) {
-        uint32_t a[4], av[4];
-        load_a(a, sK, warp * 16, kk, g, t);
-        load_a(av, sV, warp * 16, kk, g, t);
+    }
+    if (!all_visible(q0, TILE, kw, 16, s.window)) {  // a tile on the diagonal or the window edge
+      const int dist[2] = {q0 + 2 * t - key[0], q0 + 2 * t - key[1]};
+      mask_scores<1>(sc, dist, s.window);
+    }
 #pragma unroll
-        for (int n = 0; n < TILE / 8; n++) {
-          uint32_t b0, b1;
-          load_b_nk(b0, b1, sQ, n * 8, kk, g, t);
-          mma16816(sc[n], a, b0, b1);
-          load_b_nk(b0, b1, sdO, n * 8, kk, g, t);
-          mma16816(dp[n], av, b0, b1);
-        }
+    for (int n = 0; n < TILE / 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        int qi = n * 8 + 2 * t + (e & 1);
+        float p = exp2f(sc[n][e] * sl2 - sL[qi] * LOG2E);  // 0 where masked
+        sc[n][e] = p;                                      // Pᵀ
+        dp[n][e] = p * (dp[n][e] - sD[qi]);                // dSᵀ
       }
-      const bool full = tile_visible(q0, k0, s.window);
 #pragma unroll
-      for (int n = 0; n < TILE / 8; n++)
+    for (int kk = 0; kk < TILE / 16; kk++) {
+      uint32_t ap[4], as[4];
+      acc_to_a(ap, sc[2 * kk], sc[2 * kk + 1]);
+      acc_to_a(as, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          int qi = n * 8 + 2 * t + (e & 1);
-          float p = full || visible(q0 + qi, key[e / 2], s.window) ? exp2f(sc[n][e] * sl2 - sL[qi]) : 0.f;
-          sc[n][e] = p;                        // Pᵀ
-          dp[n][e] = p * (dp[n][e] - sD[qi]);  // dSᵀ
-        }
-#pragma unroll
-      for (int kk = 0; kk < TILE / 16; kk++) {
-        uint32_t ap[4], as[4];
-        acc_to_a(ap, sc[2 * kk], sc[2 * kk + 1]);
-        acc_to_a(as, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-        for (int n = 0; n < HD / 8; n++) {
-          uint32_t b0, b1;
-          load_b_kn(b0, b1, sdO, kk * 16, n * 8, g, t);
-          mma16816(acc_dv[n], ap, b0, b1);
-          load_b_kn(b0, b1, sQ, kk * 16, n * 8, g, t);
-          mma16816(acc_dk[n], as, b0, b1);
-        }
+      for (int n = 0; n < HD / 8; n += 2) {
+        uint32_t bb[4];
+        load_b_kn(bb, sdO, kk * 16, n * 8, lane);
+        mma16816(acc_dv[n], ap, bb[0], bb[1]);
+        mma16816(acc_dv[n + 1], ap, bb[2], bb[3]);
+        load_b_kn(bb, sQ, kk * 16, n * 8, lane);
+        mma16816(acc_dk[n], as, bb[0], bb[1]);
+        mma16816(acc_dk[n + 1], as, bb[2], bb[3]);
       }
     }
   }
@@ -437,23 +538,61 @@ __global__ void reference_backward_kernel(float* dq, float* dk, float* dv, const
   }
 }
 
-constexpr int FWD_SMEM = 3 * TILE * LDS * sizeof(bf16);
-constexpr int DQ_SMEM = 4 * TILE * LDS * sizeof(bf16);
-constexpr int DKDV_SMEM = 4 * TILE * LDS * sizeof(bf16) + 2 * TILE * sizeof(float);
-
-void check_flash_shape(const AttnShape& s) {
+// Checks what the flash kernels need; returns the shape with the window capped at T (the same
+// pairs are visible, and window arithmetic cannot overflow).
+AttnShape flash_shape(AttnShape s) {
   if (s.D != HD || s.T % TILE != 0 || s.H % s.Hkv != 0) {
     std::fprintf(stderr, "FAIL: flash attention needs head_dim %d and seq_len %% %d == 0 (got %d, %d)\n",
                  HD, TILE, s.D, s.T);
     std::exit(1);
   }
-  static bool configured = false;  // raise the dynamic shared-memory limits once
+  s.window = std::min(s.window, s.T);
+  return s;
+}
+// Blocks of 8 warps (128 rows) where seq_len allows, else of 4 warps (64 rows).
+bool wide_tiles(const AttnShape& s) { return s.T % (16 * 8) == 0; }
+
+// Once per kernel: allows its dynamic shared memory, and asks for the largest shared-memory
+// carveout so that the blocks its registers allow fit on one multiprocessor.
+template <typename Kernel>
+void configure_flash_kernel(Kernel kernel, int smem_bytes) {
+  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+}
+
+template <int WARPS>
+void flash_forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s,
+                   cudaStream_t stream) {
+  constexpr int smem = (16 * WARPS + 4 * TILE) * LDS * sizeof(bf16);  // Q tile, 2 stages of K and V
+  static bool configured = false;
   if (!configured) {
-    cudaCheck(cudaFuncSetAttribute(flash_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, FWD_SMEM));
-    cudaCheck(cudaFuncSetAttribute(flash_backward_dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, DQ_SMEM));
-    cudaCheck(cudaFuncSetAttribute(flash_backward_dkdv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, DKDV_SMEM));
+    configure_flash_kernel(flash_forward_kernel<WARPS>, smem);
     configured = true;
   }
+  flash_forward_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.H), 32 * WARPS, smem, stream>>>(
+      o, lse, q, k, v, s, 1.0f / sqrtf(float(HD)));
+  cudaLaunchCheck();
+}
+
+template <int WARPS>
+void flash_backward(bf16* dq, bf16* dk, bf16* dv, const float* delta, const bf16* dout, const float* lse,
+                    const bf16* q, const bf16* k, const bf16* v, AttnShape s, cudaStream_t stream) {
+  // dq: Q and dO tiles, 2 stages of K and V; dkdv: K and V tiles, 2 stages of Q, dO, lse and delta
+  constexpr int dq_smem = (2 * 16 * WARPS + 4 * TILE) * LDS * sizeof(bf16);
+  constexpr int dkdv_smem = dq_smem + 4 * TILE * sizeof(float);
+  static bool configured = false;
+  if (!configured) {
+    configure_flash_kernel(flash_backward_dq_kernel<WARPS>, dq_smem);
+    configure_flash_kernel(flash_backward_dkdv_kernel<WARPS>, dkdv_smem);
+    configured = true;
+  }
+  const float scale = 1.0f / sqrtf(float(HD));
+  flash_backward_dq_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.H), 32 * WARPS, dq_smem, stream>>>(
+      dq, dout, lse, delta, q, k, v, s, scale);
+  cudaLaunchCheck();
+  flash_backward_dkdv_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.Hkv), 32 * WARPS, dkdv_smem, stream>>>(
+      dk, dv, dout, lse, delta, q, k, v, s, scale);
+  cudaLaunchCheck();
 }
 
 }  // namespace
@@ -461,27 +600,21 @@ void check_flash_shape(const AttnShape& s) {
 template <>
 void attention_forward<bf16>(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
                              AttnShape s, cudaStream_t stream) {
-  check_flash_shape(s);
-  dim3 grid(s.T / TILE, s.B * s.H);
-  flash_forward_kernel<<<grid, THREADS, FWD_SMEM, stream>>>(o, lse, q, k, v, s, 1.0f / sqrtf(float(s.D)));
-  cudaLaunchCheck();
+  s = flash_shape(s);
+  if (wide_tiles(s)) flash_forward<8>(o, lse, q, k, v, s, stream);
+  else flash_forward<4>(o, lse, q, k, v, s, stream);
 }
 
 template <>
 void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, float* scratch, const bf16* dout,
                               const bf16* o, const float* lse, const bf16* q, const bf16* k,
                               const bf16* v, AttnShape s, cudaStream_t stream) {
-  check_flash_shape(s);
-  const float scale = 1.0f / sqrtf(float(s.D));
+  s = flash_shape(s);
   long rows = long(s.B) * s.T * s.H;
   attn_delta_kernel<bf16><<<ceil_div(rows * 32, 256), 256, 0, stream>>>(scratch, dout, o, s);
   cudaLaunchCheck();
-  flash_backward_dq_kernel<<<dim3(s.T / TILE, s.B * s.H), THREADS, DQ_SMEM, stream>>>(
-      dq, dout, lse, scratch, q, k, v, s, scale);
-  cudaLaunchCheck();
-  flash_backward_dkdv_kernel<<<dim3(s.T / TILE, s.B * s.Hkv), THREADS, DKDV_SMEM, stream>>>(
-      dk, dv, dout, lse, scratch, q, k, v, s, scale);
-  cudaLaunchCheck();
+  if (wide_tiles(s)) flash_backward<8>(dq, dk, dv, scratch, dout, lse, q, k, v, s, stream);
+  else flash_backward<4>(dq, dk, dv, scratch, dout, lse, q, k, v, s, stream);
 }
 
 template <>

@@ -1,7 +1,12 @@
 // Kernels of layers.cuh, then their launchers. Row kernels use one warp per row
 // (rows of C = model_dim or D = head_dim elements); elementwise kernels one
-// thread per element with a grid-stride loop.
+// thread per 8 consecutive elements (16-byte accesses for bf16) with a
+// grid-stride loop, so every length handed to them is a multiple of 8.
 #include "model/layers.cuh"
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
 namespace {
 
@@ -10,6 +15,14 @@ constexpr int PARTIAL_BLOCKS = 1024;  // residual_mix_backward's fixed grid (det
 
 int grid_for(long n) { return int(std::min<long>((n + BLOCK - 1) / BLOCK, 65536L * 8)); }
 int warp_grid(long rows) { return ceil_div(rows * 32, BLOCK); }
+constexpr int ROPE_MAX_D = 256;  // head_dim limit of the rope kernels (registers per lane)
+
+// The 8-wide kernels need lengths (and row widths) that are multiples of 8.
+void require_multiple(long n, long of, const char* what) {
+  if (n % of != 0)
+    throw std::invalid_argument(std::string(what) + ": length " + std::to_string(n) + " is not a multiple of " +
+                                std::to_string(of));
+}
 #define GRID_STRIDE(i, n) \
   for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += long(gridDim.x) * blockDim.x)
 
@@ -38,19 +51,49 @@ __global__ void split_rows_kernel(int* inputs, int* targets, const uint16_t* row
 
 template <typename T>
 __global__ void embedding_forward_kernel(T* out, const int* tok, const T* table, int N, int C) {
-  GRID_STRIDE(i, long(N) * C) { out[i] = table[long(tok[i / C]) * C + i % C]; }
+  float f[8];
+  GRID_STRIDE(i8, long(N) * C / 8) {
+    const long i = i8 * 8, n = i / C, c = i % C;
+    load8(f, table + long(tok[n]) * C + c);
+    store8(out + i, f);
+  }
 }
 
-// grid (U), threads over C: one token's rows summed in position order.
+// Embedding gradient, stage 1, grid (S): partials[k] = sum of the dout rows of
+// segment k (at most EMBED_SEGMENT positions of one token), in position order.
+// Threads over C in chunks of 8. Segments split the frequent tokens, so no
+// block sums thousands of rows alone.
 template <typename T>
-__global__ void embedding_backward_kernel(float* dtable, const T* dout, TokenIndex idx, int C) {
-  int u = blockIdx.x;
-  long row = long(idx.unique_tokens[u]) * C;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    float acc = 0.f;
-#pragma unroll 8
-    for (int p = idx.offsets[u]; p < idx.offsets[u + 1]; p++) acc += to_f(dout[long(idx.positions[p]) * C + c]);
-    dtable[row + c] += acc;
+__global__ void embedding_segment_sum_kernel(float* partials,  // (S, C)
+                                             const T* dout,    // (N, C)
+                                             TokenIndex idx, int C) {
+  const int k = blockIdx.x, p0 = idx.seg_begin[k], p1 = idx.seg_begin[k + 1];
+  for (int c = 8 * threadIdx.x; c < C; c += 8 * blockDim.x) {
+    float acc[8] = {}, f[8];
+    for (int p = p0; p < p1; p++) {
+      load8(f, dout + long(idx.positions[p]) * C + c);
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[e] += f[e];
+    }
+    store8(partials + long(k) * C + c, acc);
+  }
+}
+
+// Stage 2, grid (U): dtable[token] += its segments' partials, in order.
+__global__ void embedding_token_sum_kernel(float* dtable,          // (V, C)
+                                           const float* partials,  // (S, C)
+                                           TokenIndex idx, int C) {
+  const int u = blockIdx.x;
+  float* row = dtable + long(idx.unique_tokens[u]) * C;
+  for (int c = 8 * threadIdx.x; c < C; c += 8 * blockDim.x) {
+    float acc[8], f[8];
+    load8(acc, row + c);
+    for (int k = idx.seg_first[u]; k < idx.seg_first[u + 1]; k++) {
+      load8(f, partials + long(k) * C + c);
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[e] += f[e];
+    }
+    store8(row + c, acc);
   }
 }
 
@@ -88,7 +131,14 @@ template <typename T>
 __global__ void residual_mix_forward_kernel(T* out, const T* x, const T* x0, const float* lam_r,
                                             const float* lam_0, long n) {
   const float a = lam_r[0], b = lam_0[0];
-  GRID_STRIDE(i, n) { out[i] = from_f<T>(a * to_f(x[i]) + b * to_f(x0[i])); }
+  float fx[8], f0[8];
+  GRID_STRIDE(i8, n / 8) {
+    load8(fx, x + 8 * i8);
+    load8(f0, x0 + 8 * i8);
+#pragma unroll
+    for (int e = 0; e < 8; e++) fx[e] = a * fx[e] + b * f0[e];
+    store8(out + 8 * i8, fx);
+  }
 }
 
 template <typename T>
@@ -97,12 +147,22 @@ __global__ void residual_mix_backward_kernel(T* dx, T* dx0, float* partials, con
                                              const float* lam_0, long n) {
   const float a = lam_r[0], b = lam_0[0];
   float sr = 0.f, s0 = 0.f;
-  GRID_STRIDE(i, n) {
-    float g = to_f(dout[i]);
-    sr += g * to_f(x[i]);
-    s0 += g * to_f(x0[i]);
-    dx0[i] = from_f<T>(to_f(dx0[i]) + b * g);
-    dx[i] = from_f<T>(a * g);
+  float g[8], fx[8], f0[8], d0[8];
+  GRID_STRIDE(i8, n / 8) {
+    const long i = 8 * i8;
+    load8(g, dout + i);
+    load8(fx, x + i);
+    load8(f0, x0 + i);
+    load8(d0, dx0 + i);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      sr += g[e] * fx[e];
+      s0 += g[e] * f0[e];
+      d0[e] += b * g[e];
+      g[e] *= a;
+    }
+    store8(dx0 + i, d0);
+    store8(dx + i, g);
   }
   sr = block_sum(sr);
   s0 = block_sum(s0);
@@ -138,17 +198,27 @@ __global__ void rope_qknorm_forward_kernel(T* out, float* rstd, const T* in, con
   const float* cs = cos_sin + long(pos) * half;
   const float* sn = cos_sin + long(T_) * half + long(pos) * half;
   const T* x = in + w * D;
+  T* y = out + w * D;
+  constexpr int MAXP = ROPE_MAX_D / 128;  // pairs of each half per lane
+  float y1[MAXP][2], y2[MAXP][2];
   float ss = 0.f;
-  for (int f = lane; f < half; f += 32) {
-    float x1 = to_f(x[f]), x2 = to_f(x[f + half]);
-    float y1 = x1 * cs[f] + x2 * sn[f], y2 = -x1 * sn[f] + x2 * cs[f];
-    ss += y1 * y1 + y2 * y2;
+#pragma unroll
+  for (int j = 0; j < MAXP; j++) {
+    const int f = 2 * lane + 64 * j;
+    if (f >= half) break;
+    const float2 a = load2(x + f), b = load2(x + f + half);
+    const float2 c = *reinterpret_cast<const float2*>(cs + f), s = *reinterpret_cast<const float2*>(sn + f);
+    y1[j][0] = a.x * c.x + b.x * s.x, y2[j][0] = -a.x * s.x + b.x * c.x;
+    y1[j][1] = a.y * c.y + b.y * s.y, y2[j][1] = -a.y * s.y + b.y * c.y;
+    ss += y1[j][0] * y1[j][0] + y1[j][1] * y1[j][1] + y2[j][0] * y2[j][0] + y2[j][1] * y2[j][1];
   }
-  float rs = rsqrtf(warp_sum(ss) / D + eps);
-  for (int f = lane; f < half; f += 32) {
-    float x1 = to_f(x[f]), x2 = to_f(x[f + half]);
-    out[w * D + f] = from_f<T>((x1 * cs[f] + x2 * sn[f]) * rs);
-    out[w * D + f + half] = from_f<T>((-x1 * sn[f] + x2 * cs[f]) * rs);
+  const float rs = rsqrtf(warp_sum(ss) / D + eps);
+#pragma unroll
+  for (int j = 0; j < MAXP; j++) {
+    const int f = 2 * lane + 64 * j;
+    if (f >= half) break;
+    store2(y + f, y1[j][0] * rs, y1[j][1] * rs);
+    store2(y + f + half, y2[j][0] * rs, y2[j][1] * rs);
   }
   if (lane == 0) rstd[w] = rs;
 }
@@ -164,14 +234,27 @@ __global__ void rope_qknorm_backward_kernel(T* din, const T* dout, const T* out,
   const float* cs = cos_sin + long(pos) * half;
   const float* sn = cos_sin + long(T_) * half + long(pos) * half;
   const float rs = rstd[w];
+  const T *dy = dout + w * D, *y = out + w * D;
+  constexpr int MAXP = ROPE_MAX_D / 128;
+  float2 g1[MAXP], g2[MAXP], y1[MAXP], y2[MAXP];
   float dot = 0.f;
-  for (int d = lane; d < D; d += 32) dot += to_f(dout[w * D + d]) * to_f(out[w * D + d]);
+#pragma unroll
+  for (int j = 0; j < MAXP; j++) {
+    const int f = 2 * lane + 64 * j;
+    if (f >= half) break;
+    g1[j] = load2(dy + f), g2[j] = load2(dy + f + half), y1[j] = load2(y + f), y2[j] = load2(y + f + half);
+    dot += g1[j].x * y1[j].x + g1[j].y * y1[j].y + g2[j].x * y2[j].x + g2[j].y * y2[j].y;
+  }
   dot = warp_sum(dot) / D;
-  for (int f = lane; f < half; f += 32) {
-    float g1 = rs * (to_f(dout[w * D + f]) - to_f(out[w * D + f]) * dot);
-    float g2 = rs * (to_f(dout[w * D + f + half]) - to_f(out[w * D + f + half]) * dot);
-    din[w * D + f] = from_f<T>(g1 * cs[f] - g2 * sn[f]);
-    din[w * D + f + half] = from_f<T>(g1 * sn[f] + g2 * cs[f]);
+#pragma unroll
+  for (int j = 0; j < MAXP; j++) {
+    const int f = 2 * lane + 64 * j;
+    if (f >= half) break;
+    const float2 c = *reinterpret_cast<const float2*>(cs + f), s = *reinterpret_cast<const float2*>(sn + f);
+    const float a0 = rs * (g1[j].x - y1[j].x * dot), a1 = rs * (g1[j].y - y1[j].y * dot);
+    const float b0 = rs * (g2[j].x - y2[j].x * dot), b1 = rs * (g2[j].y - y2[j].y * dot);
+    store2(din + w * D + f, a0 * c.x - b0 * s.x, a1 * c.y - b1 * s.y);
+    store2(din + w * D + f + half, a0 * s.x + b0 * c.x, a1 * s.y + b1 * c.y);
   }
 }
 
@@ -181,10 +264,15 @@ template <typename T>
 __global__ void ve_gate_forward_kernel(T* v, const T* logits, const T* ve_table, const int* tok,
                                        int N, int Hkv, int D) {
   const long width = long(Hkv) * D;
-  GRID_STRIDE(i, long(N) * width) {
-    long n = i / width, c = i % width;
-    float gate = 2.f * sigmoidf(to_f(logits[n * Hkv + c / D]));
-    v[i] = from_f<T>(to_f(v[i]) + gate * to_f(ve_table[long(tok[n]) * width + c]));
+  float fv[8], fe[8];
+  GRID_STRIDE(i8, long(N) * width / 8) {  // D % 8 == 0: a chunk lies in one head
+    const long i = 8 * i8, n = i / width, c = i % width;
+    const float gate = 2.f * sigmoidf(to_f(logits[n * Hkv + c / D]));
+    load8(fv, v + i);
+    load8(fe, ve_table + long(tok[n]) * width + c);
+#pragma unroll
+    for (int e = 0; e < 8; e++) fv[e] += gate * fe[e];
+    store8(v + i, fv);
   }
 }
 
@@ -210,65 +298,100 @@ __global__ void ve_gate_backward_kernel(T* dlogits, T* dve, const T* dv, const T
 
 template <typename T>
 __global__ void relu2_forward_kernel(T* a, const T* h, long n) {
-  GRID_STRIDE(i, n) {
-    float x = fmaxf(to_f(h[i]), 0.f);
-    a[i] = from_f<T>(x * x);
+  float f[8];
+  GRID_STRIDE(i8, n / 8) {
+    load8(f, h + 8 * i8);
+#pragma unroll
+    for (int e = 0; e < 8; e++) f[e] = fmaxf(f[e], 0.f) * fmaxf(f[e], 0.f);
+    store8(a + 8 * i8, f);
   }
 }
 
 template <typename T>
 __global__ void relu2_backward_kernel(T* dh, const T* h, long n) {
-  GRID_STRIDE(i, n) { dh[i] = from_f<T>(to_f(dh[i]) * 2.f * fmaxf(to_f(h[i]), 0.f)); }
+  float g[8], f[8];
+  GRID_STRIDE(i8, n / 8) {
+    load8(g, dh + 8 * i8);
+    load8(f, h + 8 * i8);
+#pragma unroll
+    for (int e = 0; e < 8; e++) g[e] *= 2.f * fmaxf(f[e], 0.f);
+    store8(dh + 8 * i8, g);
+  }
 }
 
-// One block of BLOCK threads per row; the soft-capped row stays in registers
-// (CE_PER values a thread), so the logits are read once.
-constexpr int CE_PER = 32;  // V <= CE_PER * BLOCK = 8192
+// One block of CE_THREADS per row; each thread holds 16 consecutive logits in
+// registers (two 8-wide loads), so the logits are read once and written once as
+// gradients; one exp per logit. bf16 rows use the hardware tanh (tanh.approx,
+// relative error ~2^-11, below the bf16 rounding of the logits themselves);
+// fp32 rows (the --check model) the exact tanhf.
+constexpr int CE_THREADS = 512, CE_PER = 16;  // V <= CE_PER * CE_THREADS = 8192
+__device__ __forceinline__ float fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 template <typename T>
-__global__ void softcap_ce_kernel(T* dlogits, float* losses, const float* logits, const int* targets,
-                                  int V, float cap, float dscale) {
-  __shared__ float red[BLOCK / 32];
-  __shared__ float bcast;
+__device__ __forceinline__ float softcap_tanh(float x) { return std::is_same_v<T, float> ? tanhf(x) : fast_tanh(x); }
+
+// Block-wide max or sum over CE_THREADS; every thread gets the result.
+template <bool IS_MAX>
+__device__ __forceinline__ float ce_block_reduce(float v, float* red) {
+  v = IS_MAX ? warp_max(v) : warp_sum(v);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  float r = IS_MAX ? -INFINITY : 0.f;
+  for (int w = 0; w < CE_THREADS / 32; w++) r = IS_MAX ? fmaxf(r, red[w]) : r + red[w];
+  __syncthreads();  // red is reused by the next reduction
+  return r;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(CE_THREADS) softcap_ce_kernel(T* dlogits, float* losses, const T* logits,
+                                                                const int* targets, int V, float cap, float dscale) {
+  __shared__ float red[CE_THREADS / 32];
   const long r = blockIdx.x;
-  const float* l = logits + r * V;
+  const int i0 = CE_PER * threadIdx.x;
+  const bool mine = i0 < V;  // V % 16 == 0 (checked by the launcher)
   const float inv_cap = 1.f / cap;
-  float z[CE_PER];
+  float z[CE_PER], e[CE_PER];
   float mx = -INFINITY;
+  if (mine) {
+    load8(z, logits + r * V + i0);
+    load8(z + 8, logits + r * V + i0 + 8);
 #pragma unroll
-  for (int k = 0; k < CE_PER; k++) {
-    int i = threadIdx.x + k * BLOCK;
-    z[k] = i < V ? cap * tanhf(l[i] * inv_cap) : -INFINITY;
-    mx = fmaxf(mx, z[k]);
+    for (int k = 0; k < CE_PER; k++) {
+      z[k] = cap * softcap_tanh<T>(z[k] * inv_cap);
+      mx = fmaxf(mx, z[k]);
+    }
   }
-  mx = warp_max(mx);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float m = -INFINITY;
-    for (int w = 0; w < BLOCK / 32; w++) m = fmaxf(m, red[w]);
-    bcast = m;
-  }
-  __syncthreads();
-  mx = bcast;
+  mx = ce_block_reduce<true>(mx, red);
   float se = 0.f;
+  if (mine) {
 #pragma unroll
-  for (int k = 0; k < CE_PER; k++) se += expf(z[k] - mx);  // exp(-inf) = 0 past V
-  se = block_sum(se);
-  if (threadIdx.x == 0) bcast = se;
-  __syncthreads();
-  se = bcast;
+    for (int k = 0; k < CE_PER; k++) {
+      e[k] = exp2f((z[k] - mx) * 1.4426950408889634f);
+      se += e[k];
+    }
+  }
+  se = ce_block_reduce<false>(se, red);
   const int tgt = targets[r];
-  const float lse = mx + logf(se);
-  if (threadIdx.x == 0) losses[r] = lse - cap * tanhf(l[tgt] * inv_cap);
-  if (!dlogits) return;
+  const bool has_target = mine && tgt >= i0 && tgt < i0 + CE_PER;
+  if (has_target) {
+    float zt = 0.f;
+#pragma unroll
+    for (int k = 0; k < CE_PER; k++) zt = k == tgt - i0 ? z[k] : zt;
+    losses[r] = mx + logf(se) - zt;
+  }
+  if (!dlogits || !mine) return;
+  const float inv_se = 1.f / se;
 #pragma unroll
   for (int k = 0; k < CE_PER; k++) {
-    int i = threadIdx.x + k * BLOCK;
-    if (i >= V) break;
-    float th = z[k] * inv_cap;
-    float p = expf(z[k] - lse) - (i == tgt ? 1.f : 0.f);
-    dlogits[r * V + i] = from_f<T>(dscale * p * (1.f - th * th));
+    const float th = z[k] * inv_cap;
+    const float p = e[k] * inv_se - (i0 + k == tgt ? 1.f : 0.f);
+    e[k] = dscale * p * (1.f - th * th);
   }
+  store8(dlogits + r * V + i0, e);
+  store8(dlogits + r * V + i0 + 8, e + 8);
 }
 
 template <typename T>
@@ -285,7 +408,14 @@ __global__ void sum_into_kernel(float* out, const float* in, long n) {
 
 template <typename T>
 __global__ void add_kernel(T* out, const T* a, const T* b, long n) {
-  GRID_STRIDE(i, n) { out[i] = from_f<T>(to_f(a[i]) + to_f(b[i])); }
+  float fa[8], fb[8];
+  GRID_STRIDE(i8, n / 8) {
+    load8(fa, a + 8 * i8);
+    load8(fb, b + 8 * i8);
+#pragma unroll
+    for (int e = 0; e < 8; e++) fa[e] += fb[e];
+    store8(out + 8 * i8, fa);
+  }
 }
 
 }  // namespace
@@ -297,14 +427,20 @@ void split_rows(int* inputs, int* targets, const uint16_t* rows, int B, int T, c
 
 template <typename T>
 void embedding_forward(T* out, const int* tok, const T* table, int N, int C, cudaStream_t st) {
-  embedding_forward_kernel<<<grid_for(long(N) * C), BLOCK, 0, st>>>(out, tok, table, N, C);
+  require_multiple(C, 8, "embedding_forward");
+  embedding_forward_kernel<<<grid_for(long(N) * C / 8), BLOCK, 0, st>>>(out, tok, table, N, C);
   cudaLaunchCheck();
 }
 
 template <typename T>
-void embedding_backward(float* dtable, const T* dout, TokenIndex idx, int C, cudaStream_t st) {
+void embedding_backward(float* dtable, const T* dout, TokenIndex idx, int C, float* partials,
+                        cudaStream_t st) {
   if (idx.U == 0) return;
-  embedding_backward_kernel<<<idx.U, BLOCK, 0, st>>>(dtable, dout, idx, C);
+  require_multiple(C, 8, "embedding_backward");
+  const int threads = std::min(256, ceil_div(C, 8 * 32) * 32);
+  embedding_segment_sum_kernel<<<idx.S, threads, 0, st>>>(partials, dout, idx, C);
+  cudaLaunchCheck();
+  embedding_token_sum_kernel<<<idx.U, threads, 0, st>>>(dtable, partials, idx, C);
   cudaLaunchCheck();
 }
 
@@ -324,7 +460,8 @@ void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float
 template <typename T>
 void residual_mix_forward(T* out, const T* x, const T* x0, const float* lam_r, const float* lam_0,
                           long n, cudaStream_t st) {
-  residual_mix_forward_kernel<<<grid_for(n), BLOCK, 0, st>>>(out, x, x0, lam_r, lam_0, n);
+  require_multiple(n, 8, "residual_mix_forward");
+  residual_mix_forward_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(out, x, x0, lam_r, lam_0, n);
   cudaLaunchCheck();
 }
 
@@ -332,6 +469,7 @@ template <typename T>
 void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
                            const T* dout, const T* x, const T* x0, const float* lam_r,
                            const float* lam_0, long n, cudaStream_t st) {
+  require_multiple(n, 8, "residual_mix_backward");
   residual_mix_backward_kernel<<<PARTIAL_BLOCKS, BLOCK, 0, st>>>(dx, dx0, partials, dout, x, x0,
                                                                  lam_r, lam_0, n);
   cudaLaunchCheck();
@@ -342,6 +480,7 @@ void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* p
 template <typename T>
 void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin, int rows, int T_,
                          int heads, int D, float eps, cudaStream_t st) {
+  if (D % 4 != 0 || D > ROPE_MAX_D) throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 4, at most " + std::to_string(ROPE_MAX_D));
   rope_qknorm_forward_kernel<<<warp_grid(long(rows) * heads), BLOCK, 0, st>>>(out, rstd, in, cos_sin,
                                                                             rows, T_, heads, D, eps);
   cudaLaunchCheck();
@@ -350,6 +489,7 @@ void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin,
 template <typename T>
 void rope_qknorm_backward(T* din, const T* dout, const T* out, const float* rstd,
                           const float* cos_sin, int rows, int T_, int heads, int D, cudaStream_t st) {
+  if (D % 4 != 0 || D > ROPE_MAX_D) throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 4, at most " + std::to_string(ROPE_MAX_D));
   rope_qknorm_backward_kernel<<<warp_grid(long(rows) * heads), BLOCK, 0, st>>>(
       din, dout, out, rstd, cos_sin, rows, T_, heads, D);
   cudaLaunchCheck();
@@ -358,7 +498,8 @@ void rope_qknorm_backward(T* din, const T* dout, const T* out, const float* rstd
 template <typename T>
 void ve_gate_forward(T* v, const T* logits, const T* ve_table, const int* tok, int N, int Hkv, int D,
                      cudaStream_t st) {
-  ve_gate_forward_kernel<<<grid_for(long(N) * Hkv * D), BLOCK, 0, st>>>(v, logits, ve_table, tok, N,
+  require_multiple(D, 8, "ve_gate_forward");
+  ve_gate_forward_kernel<<<grid_for(long(N) * Hkv * D / 8), BLOCK, 0, st>>>(v, logits, ve_table, tok, N,
                                                                         Hkv, D);
   cudaLaunchCheck();
 }
@@ -373,24 +514,25 @@ void ve_gate_backward(T* dlogits, T* dve, const T* dv, const T* logits, const T*
 
 template <typename T>
 void relu2_forward(T* a, const T* h, long n, cudaStream_t st) {
-  relu2_forward_kernel<<<grid_for(n), BLOCK, 0, st>>>(a, h, n);
+  require_multiple(n, 8, "relu2_forward");
+  relu2_forward_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(a, h, n);
   cudaLaunchCheck();
 }
 
 template <typename T>
 void relu2_backward(T* dh, const T* h, long n, cudaStream_t st) {
-  relu2_backward_kernel<<<grid_for(n), BLOCK, 0, st>>>(dh, h, n);
+  require_multiple(n, 8, "relu2_backward");
+  relu2_backward_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(dh, h, n);
   cudaLaunchCheck();
 }
 
 template <typename T>
-void softcap_cross_entropy(T* dlogits, float* losses, const float* logits, const int* targets, int N,
+void softcap_cross_entropy(T* dlogits, float* losses, const T* logits, const int* targets, int N,
                            int V, float cap, float dscale, cudaStream_t st) {
-  if (V > CE_PER * BLOCK) {
-    std::fprintf(stderr, "FAIL: softcap_cross_entropy supports a vocabulary of at most %d (got %d)\n", CE_PER * BLOCK, V);
-    std::exit(1);
-  }
-  softcap_ce_kernel<<<N, BLOCK, 0, st>>>(dlogits, losses, logits, targets, V, cap, dscale);
+  if (V > CE_PER * CE_THREADS || V % CE_PER != 0)
+    throw std::invalid_argument("softcap_cross_entropy: vocabulary " + std::to_string(V) + " must be a multiple of " +
+                                std::to_string(CE_PER) + ", at most " + std::to_string(CE_PER * CE_THREADS));
+  softcap_ce_kernel<T><<<N, CE_THREADS, 0, st>>>(dlogits, losses, logits, targets, V, cap, dscale);
   cudaLaunchCheck();
 }
 
@@ -407,13 +549,14 @@ void sum_into(float* out, const float* in, long n, cudaStream_t st) {
 
 template <typename T>
 void add(T* out, const T* a, const T* b, long n, cudaStream_t st) {
-  add_kernel<<<grid_for(n), BLOCK, 0, st>>>(out, a, b, n);
+  require_multiple(n, 8, "add");
+  add_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(out, a, b, n);
   cudaLaunchCheck();
 }
 
 #define INSTANTIATE(T)                                                                          \
   template void embedding_forward<T>(T*, const int*, const T*, int, int, cudaStream_t);        \
-  template void embedding_backward<T>(float*, const T*, TokenIndex, int, cudaStream_t);        \
+  template void embedding_backward<T>(float*, const T*, TokenIndex, int, float*, cudaStream_t); \
   template void rmsnorm_forward<T>(T*, float*, const T*, int, int, float, cudaStream_t);       \
   template void rmsnorm_backward<T>(T*, const T*, const T*, const T*, const float*, int, int,  \
                                     cudaStream_t);                                             \
@@ -432,7 +575,7 @@ void add(T* out, const T* a, const T* b, long n, cudaStream_t st) {
                                     int, int, cudaStream_t);                                   \
   template void relu2_forward<T>(T*, const T*, long, cudaStream_t);                            \
   template void relu2_backward<T>(T*, const T*, long, cudaStream_t);                           \
-  template void softcap_cross_entropy<T>(T*, float*, const float*, const int*, int, int,       \
+  template void softcap_cross_entropy<T>(T*, float*, const T*, const int*, int, int,       \
                                          float, float, cudaStream_t);                          \
   template void cast_from_float<T>(T*, const float*, long, cudaStream_t);                      \
   template void add<T>(T*, const T*, const T*, long, cudaStream_t);

@@ -16,15 +16,25 @@ void split_rows(int* inputs, int* targets, const uint16_t* rows, int B, int T, c
 template <typename T>
 void embedding_forward(T* out, const int* tok, const T* table, int N, int C, cudaStream_t st);
 
-/// Positions grouped by token (host-built, see TokenIndex): dtable[tok] += sum of dout rows.
+/// Positions grouped by token (host-built by BatchStager). Each token's positions are cut
+/// into segments of at most EMBED_SEGMENT, so the gradient of a frequent token is summed
+/// by many blocks (then their partial sums in order: still deterministic).
+constexpr int EMBED_SEGMENT = 64;
 struct TokenIndex {
   const int* unique_tokens;  // (U,)
   const int* offsets;        // (U+1,) into positions
   const int* positions;      // (N,) row indices sorted by token, ascending within a token
-  int U;
+  const int* seg_begin;      // (S+1,) segment k is positions[seg_begin[k] .. seg_begin[k+1])
+  const int* seg_first;      // (U+1,) token u owns segments seg_first[u] .. seg_first[u+1)
+  int U, S;
 };
+/// At most this many segments for N positions over a vocabulary of V.
+inline long max_embed_segments(long N, int V) { return N / EMBED_SEGMENT + V; }
+/// dtable[tok] += sum of the dout rows at tok's positions (C % 8 == 0).
+/// partials: (idx.S, C) floats of scratch (size it with max_embed_segments).
 template <typename T>
-void embedding_backward(float* dtable, const T* dout, TokenIndex idx, int C, cudaStream_t st);
+void embedding_backward(float* dtable, const T* dout, TokenIndex idx, int C, float* partials,
+                        cudaStream_t st);
 
 /// y = x * rstd, rstd = rsqrt(mean(x²) + eps) per row of C. rstd: (N,).
 template <typename T>
@@ -70,10 +80,11 @@ void relu2_forward(T* a, const T* h, long n, cudaStream_t st);
 template <typename T>
 void relu2_backward(T* dh, const T* h, long n, cudaStream_t st);
 
-/// Per row of V logits: z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target].
+/// Per row of V logits (T, as the bf16 lm_head product leaves them; V % 16 == 0, V <= 8192):
+/// z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target].
 /// With dlogits: dlogits = dscale * (softmax(z) - onehot) * (1 - (z/cap)²).
 template <typename T>
-void softcap_cross_entropy(T* dlogits, float* losses, const float* logits, const int* targets, int N,
+void softcap_cross_entropy(T* dlogits, float* losses, const T* logits, const int* targets, int N,
                            int V, float cap, float dscale, cudaStream_t st);
 
 /// out = float -> T (the bf16 shadows of the fp32 weights).

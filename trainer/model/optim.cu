@@ -52,23 +52,25 @@ __device__ float block_sum(float v) {
   return warp_sum(lane < warps ? warp_sums[lane] : 0.0f);
 }
 
-template <typename TP>
+// TP, TM: the parameter's and the moments' type (float, or bf16 for the
+// embedding tables, whose gradient is then rounded to bf16 as well).
+template <typename TP, typename TM>
 __global__ void adamw_kernel(TP* p,            // (n,)
                              const float* g,   // (n,)
-                             float* m,         // (n,)
-                             float* v,         // (n,)
+                             TM* m,            // (n,)
+                             TM* v,            // (n,)
                              bf16* p_bf16,     // (n,) or null
                              long n, float decay, float one_minus_beta1, float one_minus_beta2,
                              float eps, float step_size, float bias2) {
   long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float pi = to_f(p[i]) * decay;
-  float gi = g[i];
-  float mi = lerp(m[i], gi, one_minus_beta1);
-  float vi = lerp(v[i], gi * gi, one_minus_beta2);
+  float gi = to_f(from_f<TM>(g[i]));
+  TM mi = from_f<TM>(lerp(to_f(m[i]), gi, one_minus_beta1));
+  TM vi = from_f<TM>(lerp(to_f(v[i]), gi * gi, one_minus_beta2));
   m[i] = mi;
   v[i] = vi;
-  pi -= step_size * (mi / (sqrtf(vi / bias2) + eps));
+  pi -= step_size * (to_f(mi) / (sqrtf(to_f(vi) / bias2) + eps));
   p[i] = from_f<TP>(pi);
   if (p_bf16) p_bf16[i] = __float2bfloat16(pi);
 }
@@ -218,8 +220,8 @@ T* device_zeros(size_t count, size_t& bytes) {
   return static_cast<T*>(p);
 }
 
-template <typename TP>
-void adamw_launch(TP* param, const float* grad, float* m, float* v, long n, const AdamWHyper& h,
+template <typename TP, typename TM>
+void adamw_launch(TP* param, const float* grad, TM* m, TM* v, long n, const AdamWHyper& h,
                   int step, cudaStream_t stream, bf16* param_bf16) {
   if (step < 1) throw std::invalid_argument("adamw_step: step is 1-based, got " + std::to_string(step));
   if (n < 0) throw std::invalid_argument("adamw_step: negative element count " + std::to_string(n));
@@ -227,7 +229,7 @@ void adamw_launch(TP* param, const float* grad, float* m, float* v, long n, cons
   // Bias corrections in fp32, as the reference computes them.
   const float bias1 = 1.0f - std::pow(h.beta1, float(step));
   const float bias2 = 1.0f - std::pow(h.beta2, float(step));
-  adamw_kernel<TP><<<ceil_div(n, THREADS), THREADS, 0, stream>>>(
+  adamw_kernel<TP, TM><<<ceil_div(n, THREADS), THREADS, 0, stream>>>(
       param, grad, m, v, param_bf16, n, 1.0f - h.lr * h.weight_decay, 1.0f - h.beta1,
       1.0f - h.beta2, h.eps, h.lr / bias1, bias2);
   cudaLaunchCheck();
@@ -237,12 +239,12 @@ void adamw_launch(TP* param, const float* grad, float* m, float* v, long n, cons
 
 void adamw_step(float* param, const float* grad, float* m, float* v, long n, const AdamWHyper& h,
                 int step, cudaStream_t stream, bf16* param_bf16) {
-  adamw_launch<float>(param, grad, m, v, n, h, step, stream, param_bf16);
+  adamw_launch<float, float>(param, grad, m, v, n, h, step, stream, param_bf16);
 }
 
-void adamw_step(bf16* param, const float* grad, float* m, float* v, long n, const AdamWHyper& h,
+void adamw_step(bf16* param, const float* grad, bf16* m, bf16* v, long n, const AdamWHyper& h,
                 int step, cudaStream_t stream) {
-  adamw_launch<bf16>(param, grad, m, v, n, h, step, stream, nullptr);
+  adamw_launch<bf16, bf16>(param, grad, m, v, n, h, step, stream, nullptr);
 }
 
 // ----------------------------------------------------------------------------

@@ -36,12 +36,14 @@ void adamw_step(float* param,        // (n,)
                 long n, const AdamWHyper& h, int step, cudaStream_t stream,
                 bf16* param_bf16 = nullptr);  // (n,) or null
 
-/// The same for a bf16 parameter (the embedding tables): the math is fp32 on
-/// the widened value and p is rounded to nearest bf16 once, at the end.
+/// The same for a bf16 parameter (the embedding tables), whose state is bf16 too, as
+/// the reference keeps it (its moments are zeros_like(p), its gradient is p's dtype):
+/// g is rounded to bf16, the math is fp32, and m, v and p are each rounded to
+/// nearest bf16 when stored.
 void adamw_step(bf16* param,         // (n,)
                 const float* grad,   // (n,)
-                float* m,            // (n,) fp32
-                float* v,            // (n,) fp32
+                bf16* m,             // (n,) bf16
+                bf16* v,             // (n,) bf16
                 long n, const AdamWHyper& h, int step, cudaStream_t stream);
 
 // ----------------------------------------------------------------------------

@@ -57,7 +57,8 @@ struct ParamInfo {
 template <typename T>
 struct Params {
   std::vector<ParamInfo> info;
-  long n_master = 0, n_embed = 0;
+  long n_master = 0, n_embed = 0;  // buffer lengths, padding included
+  long n_params = 0;               // parameters, no padding
   float* master = nullptr;  // (n_master,)
   T* shadow = nullptr;      // (n_master,)
   T* embed = nullptr;       // (n_embed,)
@@ -68,7 +69,12 @@ struct Params {
     return int(info.size()) - 1;
   }
   /// Assigns offsets (block matrices grouped by shape, in order of first
-  /// appearance) and allocates the buffers.
+  /// appearance) and allocates the buffers. Every tensor, and every stack of
+  /// same-shape matrices (contiguous: Muon updates a stack at once), starts at a
+  /// multiple of ALIGN elements, so 16-byte vector accesses and cuBLAS's
+  /// aligned kernels apply to all of them.
+  static constexpr long ALIGN = 64;
+  static long aligned(long n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
   void allocate(DeviceArena& arena) {
     std::vector<int> order;
     for (int i = 0; i < int(info.size()); i++)
@@ -80,17 +86,25 @@ struct Params {
     for (auto& sh : shapes)
       for (int i = 0; i < int(info.size()); i++)
         if (info[i].group == Group::Matrix && info[i].shape == sh) order.push_back(i);
-    for (int i : order) {
-      info[i].offset = info[i].grad_offset = n_master;
-      n_master += info[i].numel();
+    for (size_t o = 0; o < order.size(); o++) {
+      const ParamInfo& t = info[order[o]];
+      const bool stacked = o > 0 && t.group == Group::Matrix && info[order[o - 1]].group == Group::Matrix &&
+                           info[order[o - 1]].shape == t.shape;
+      if (!stacked) n_master = aligned(n_master);
+      info[order[o]].offset = info[order[o]].grad_offset = n_master;
+      n_master += t.numel();
     }
+    n_master = aligned(n_master);
     for (auto& p : info)
       if (p.embed) {
-        p.offset = n_embed;
+        p.offset = n_embed = aligned(n_embed);
         n_embed += p.numel();
       }
-    for (auto& p : info)
+    n_embed = aligned(n_embed);
+    for (auto& p : info) {
       if (p.embed) p.grad_offset = n_master + p.offset;
+      n_params += p.numel();
+    }
     master = arena.alloc<float>(n_master);
     embed = arena.alloc<T>(n_embed);
     grads = arena.alloc<float>(n_master + n_embed);
@@ -101,7 +115,7 @@ struct Params {
   const T* wt(int i) const { return shadow + info[i].offset; }
   T* e(int i) const { return embed + info[i].offset; }
   float* g(int i) const { return grads + info[i].grad_offset; }
-  long count() const { return n_master + n_embed; }
+  long count() const { return n_master + n_embed; }  // length of grads
   int find(const std::string& name) const {
     for (int i = 0; i < int(info.size()); i++)
       if (info[i].name == name) return i;
