@@ -243,7 +243,10 @@ __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnS
   const T* a = dout + w * s.D;
   const T* c = o + w * s.D;
   float acc = 0.f;
-  for (int d = lane; d < s.D; d += 32) acc += to_f(a[d]) * to_f(c[d]);
+  for (int d = 2 * lane; d < s.D; d += 64) {  // D % 2 == 0: pairs
+    const float2 x = load2(a + d), y = load2(c + d);
+    acc += x.x * y.x + x.y * y.y;
+  }
   acc = warp_sum(acc);
   int h = w % s.H;
   long bt = w / s.H;

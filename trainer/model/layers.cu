@@ -117,13 +117,22 @@ __global__ void rmsnorm_backward_kernel(T* dx, const T* dres, const T* dy, const
   int lane = threadIdx.x % 32;
   if (r >= N) return;
   const float rs = rstd[r];
-  float dot = 0.f;
-  for (int c = lane; c < C; c += 32) dot += to_f(dy[r * C + c]) * to_f(x[r * C + c]) * rs;
-  dot = warp_sum(dot) / C;
-  for (int c = lane; c < C; c += 32) {
-    long i = r * C + c;
-    float g = rs * (to_f(dy[i]) - to_f(x[i]) * rs * dot);
-    dx[i] = from_f<T>(dres ? to_f(dres[i]) + g : g);
+  float dot = 0.f, fy[8], fx[8], fr[8];
+  for (int c = 8 * lane; c < C; c += 256) {  // C % 8 == 0: 16-byte accesses
+    load8(fy, dy + r * C + c);
+    load8(fx, x + r * C + c);
+#pragma unroll
+    for (int e = 0; e < 8; e++) dot += fy[e] * fx[e];
+  }
+  dot = warp_sum(dot) * rs / C;
+  for (int c = 8 * lane; c < C; c += 256) {  // the row is still in L1
+    const long i = r * C + c;
+    load8(fy, dy + i);
+    load8(fx, x + i);
+    if (dres) load8(fr, dres + i);
+#pragma unroll
+    for (int e = 0; e < 8; e++) fy[e] = (dres ? fr[e] : 0.f) + rs * (fy[e] - fx[e] * rs * dot);
+    store8(dx + i, fy);
   }
 }
 
@@ -287,10 +296,10 @@ __global__ void ve_gate_backward_kernel(T* dlogits, T* dve, const T* dv, const T
   const T* ve = ve_table + long(tok[n]) * width + (w % Hkv) * D;
   const float sg = sigmoidf(to_f(logits[w]));
   float dgate = 0.f;
-  for (int d = lane; d < D; d += 32) {
-    float g = to_f(dv[w * D + d]);
-    dgate += g * to_f(ve[d]);
-    dve[w * D + d] = from_f<T>(2.f * sg * g);
+  for (int d = 2 * lane; d < D; d += 64) {  // D % 2 == 0: pairs
+    const float2 g = load2(dv + w * D + d), e = load2(ve + d);
+    dgate += g.x * e.x + g.y * e.y;
+    store2(dve + w * D + d, 2.f * sg * g.x, 2.f * sg * g.y);
   }
   dgate = warp_sum(dgate);
   if (lane == 0) dlogits[w] = from_f<T>(dgate * 2.f * sg * (1.f - sg));
@@ -453,6 +462,7 @@ void rmsnorm_forward(T* y, float* rstd, const T* x, int N, int C, float eps, cud
 template <typename T>
 void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float* rstd, int N, int C,
                       cudaStream_t st) {
+  require_multiple(C, 8, "rmsnorm_backward");
   rmsnorm_backward_kernel<<<warp_grid(N), BLOCK, 0, st>>>(dx, dres, dy, x, rstd, N, C);
   cudaLaunchCheck();
 }
@@ -507,6 +517,7 @@ void ve_gate_forward(T* v, const T* logits, const T* ve_table, const int* tok, i
 template <typename T>
 void ve_gate_backward(T* dlogits, T* dve, const T* dv, const T* logits, const T* ve_table,
                       const int* tok, int N, int Hkv, int D, cudaStream_t st) {
+  require_multiple(D, 2, "ve_gate_backward");
   ve_gate_backward_kernel<<<warp_grid(long(N) * Hkv), BLOCK, 0, st>>>(dlogits, dve, dv, logits,
                                                                       ve_table, tok, N, Hkv, D);
   cudaLaunchCheck();
