@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
         longer += lengths[d] > static_cast<size_t>(options.seq_len) + 1;
       }
       for (bool requeue : {false, true}) {
-        const size_t rows = count_rows(lengths, options.seq_len + 1, options.buffer_docs, requeue);
+        const size_t rows = count_rows(lengths, options.seq_len + 1, options.buffer_docs, requeue, options.refill_docs);
         std::printf("packing %s%s: %zu documents (%zu longer than a row), %zu rows = %zu batches of %d, %.1f%% of the shard's tokens\n",
                     name, requeue ? " (crops requeued)" : " (crops dropped)", lengths.size(), longer, rows,
                     rows / options.batch_rows, options.batch_rows, 100.0 * rows * (options.seq_len + 1) / shard.num_tokens());
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     {
       std::vector<size_t> lengths(train.num_docs());
       for (size_t d = 0; d < lengths.size(); ++d) lengths[d] = train.doc_end(d) - train.doc_begin(d);
-      RowPacker packer(lengths, options.seq_len + 1, options.buffer_docs, true);
+      RowPacker packer(lengths, options.seq_len + 1, options.buffer_docs, true, false, options.refill_docs);
       std::vector<uint16_t> row(options.seq_len + 1);
       std::vector<RowPiece> pieces;
       long rows = 0;

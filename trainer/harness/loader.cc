@@ -55,11 +55,12 @@ struct PackedLoader::State {
 
   State(const TokenShard& s, LoaderOptions o, HostAllocator a)
       : shard(s), options(o), allocator(a),
-        packer(document_lengths(s), static_cast<size_t>(o.seq_len) + 1, o.buffer_docs, o.cycle, o.requeue_crops) {
+        packer(document_lengths(s), static_cast<size_t>(o.seq_len) + 1, o.buffer_docs, o.cycle, o.requeue_crops,
+               o.refill_docs) {
     if (o.batch_rows < 1 || o.seq_len < 1) throw std::invalid_argument("loader: batch_rows and seq_len must be positive");
     if (!o.cycle)
       total_batches = count_rows(document_lengths(s), static_cast<size_t>(o.seq_len) + 1, o.buffer_docs,
-                                 o.requeue_crops) /
+                                 o.requeue_crops, o.refill_docs) /
                       static_cast<size_t>(o.batch_rows);
   }
 

@@ -33,13 +33,13 @@ HostAllocator malloc_allocator();
 struct LoaderOptions {
   int batch_rows = 128;            // B
   int seq_len = MAX_SEQ_LEN;       // T; rows hold T+1 tokens
-  int buffer_docs = 1000;          // documents kept for best-fit packing
-  bool cycle = true;               // training: wrap to the first document, epoch += 1
-                                   // validation: false, fixed order from the first document
+  int buffer_docs = 1000;          // documents kept for best-fit packing (at least)
+  bool cycle = true;               // wrap to the first document, epoch += 1 (training, and
+                                   // validation packed as the reference packs it); false: stop
   bool requeue_crops = false;      // keep a cropped document's rest (BOS-prefixed) instead of
-                                   // dropping it; evaluate_bpb sets it so that no validation
-                                   // token is lost (the pinned validation file has documents
-                                   // longer than a row)
+                                   // dropping it (evaluate_bpb's every-token packing)
+  int refill_docs = 128;           // documents added at a time below buffer_docs, as the
+                                   // reference adds its tokenizer's batches
 };
 
 /// One batch, valid until the next call to next().

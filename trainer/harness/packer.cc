@@ -7,9 +7,10 @@
 namespace harness {
 
 RowPacker::RowPacker(std::vector<size_t> doc_lengths, size_t row_len, int buffer_docs, bool cycle,
-                     bool requeue_crops)
-    : lengths_(std::move(doc_lengths)), row_len_(row_len), buffer_docs_(buffer_docs), cycle_(cycle),
-      requeue_crops_(requeue_crops) {
+                     bool requeue_crops, int refill_docs)
+    : lengths_(std::move(doc_lengths)), row_len_(row_len), buffer_docs_(buffer_docs),
+      refill_docs_(refill_docs > 0 ? size_t(refill_docs) : 0), cycle_(cycle), requeue_crops_(requeue_crops) {
+  if (refill_docs < 1) throw std::invalid_argument("packer: refill_docs must be at least 1");
   if (cycle_ && buffer_docs_ > lengths_.size()) buffer_docs_ = lengths_.size();
   if (lengths_.empty()) throw std::invalid_argument("packer: no documents");
   if (row_len_ == 0) throw std::invalid_argument("packer: row length must be positive");
@@ -25,8 +26,9 @@ void RowPacker::refill() {
       cursor_ = 0;
       ++epoch_;
     }
-    buffer_.insert(Entry{lengths_[cursor_], arrivals_++, cursor_, epoch_, 0});
-    ++cursor_;
+    // One chunk of refill_docs documents, cut short at the end of the shard.
+    for (size_t added = 0; added < refill_docs_ && cursor_ < lengths_.size(); ++added, ++cursor_)
+      buffer_.insert(Entry{lengths_[cursor_], arrivals_++, cursor_, epoch_, 0});
   }
 }
 
@@ -62,8 +64,9 @@ bool RowPacker::next_row(std::vector<RowPiece>& pieces, int& epoch) {
   return true;
 }
 
-size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs, bool requeue_crops) {
-  RowPacker packer(doc_lengths, row_len, buffer_docs, /*cycle=*/false, requeue_crops);
+size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs, bool requeue_crops,
+                  int refill_docs) {
+  RowPacker packer(doc_lengths, row_len, buffer_docs, /*cycle=*/false, requeue_crops, refill_docs);
   std::vector<RowPiece> pieces;
   int epoch = 0;
   size_t rows = 0;

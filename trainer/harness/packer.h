@@ -2,8 +2,11 @@
 // its tests and the dry run that finds a validation loader's last batch all
 // make exactly the same decisions.
 //
-// For each row of row_len tokens: refill the buffer to buffer_docs documents in
-// shard order; place the largest buffered document that fits entirely in what
+// For each row of row_len tokens: when the buffer holds fewer than buffer_docs
+// documents, add the next documents in shard order, refill_docs at a time (the
+// reference adds its tokenizer's batches of 128, so its buffer holds 1000 to
+// 1127; a chunk ends at the end of the shard); place the largest buffered
+// document that fits entirely in what
 // is left of the row (oldest first among equal lengths); when none fits, crop
 // the shortest buffered document to fill the row exactly. The rest of a
 // cropped document is dropped (training, as specified), or with requeue_crops
@@ -33,14 +36,16 @@ class RowPacker {
  public:
   /// doc_lengths: token count of each document (>= 1). cycle: wrap to document 0
   /// at the end (epoch += 1); otherwise stop once the documents are used up.
+  /// refill_docs: documents added at a time when the buffer runs low (>= 1).
   RowPacker(std::vector<size_t> doc_lengths, size_t row_len, int buffer_docs, bool cycle,
-            bool requeue_crops = false);
+            bool requeue_crops = false, int refill_docs = 1);
 
   /// Fills `pieces` with the next row (lengths sum to row_len) and returns true;
   /// returns false (non-cycling only) when no complete row can be made.
   /// `epoch` receives the 1-based pass over the documents that the row's first
-  /// document was taken from. A cycling packer buffers at most num_docs
-  /// documents, so one refill never laps the shard.
+  /// document was taken from. A cycling packer's buffer target is at most
+  /// num_docs documents; a refill chunk may still bring a second copy of a
+  /// buffered document from the next pass (only shards smaller than the buffer).
   bool next_row(std::vector<RowPiece>& pieces, int& epoch);
 
  private:
@@ -49,6 +54,7 @@ class RowPacker {
   std::vector<size_t> lengths_;
   size_t row_len_;
   size_t buffer_docs_;
+  size_t refill_docs_;
   bool cycle_;
   bool requeue_crops_;
   size_t cursor_ = 0;        // next document to buffer
@@ -69,6 +75,6 @@ class RowPacker {
 
 /// Number of complete rows a non-cycling packer makes from these documents.
 size_t count_rows(const std::vector<size_t>& doc_lengths, size_t row_len, int buffer_docs,
-                  bool requeue_crops = false);
+                  bool requeue_crops = false, int refill_docs = 1);
 
 }  // namespace harness

@@ -73,6 +73,28 @@ TEST(RowPacker, BufferLimitsTheChoice) {
   EXPECT_EQ(row(q), (Row{{2, 5}, {0, 3}}));
 }
 
+TEST(RowPacker, RefillsInChunksBelowTheBuffer) {
+  // A buffer of 1 topped up one document at a time: doc 1 is all there is for the last 2 tokens.
+  RowPacker one({6, 6, 2}, 8, 1, false);
+  EXPECT_EQ(row(one), (Row{{0, 6}, {1, 2}}));
+  // Topped up 3 at a time (as the reference adds its tokenizer's batches): doc 2 is buffered too.
+  RowPacker chunked({6, 6, 2}, 8, 1, false, false, /*refill_docs=*/3);
+  EXPECT_EQ(row(chunked), (Row{{0, 6}, {2, 2}}));
+  EXPECT_THROW(RowPacker({6}, 8, 1, false, false, 0), std::invalid_argument);
+}
+
+TEST(RowPacker, ARefillChunkEndsAtTheEndOfTheShard) {
+  // Chunks of 2 over 3 documents: {0, 1}, then {2} (the shard ends), then {0, 1} of epoch 2.
+  RowPacker p({4, 4, 4}, 4, 2, /*cycle=*/true, false, 2);
+  int epoch = 0;
+  const int want_epochs[] = {1, 1, 1, 2, 2};
+  const size_t want_docs[] = {0, 1, 2, 0, 1};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(row(p, &epoch), (Row{{want_docs[i], 4}}));
+    EXPECT_EQ(epoch, want_epochs[i]);
+  }
+}
+
 TEST(RowPacker, CyclingCountsEpochs) {
   RowPacker p({4, 4}, 4, 1, /*cycle=*/true);
   int epoch = 0;
