@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <tuple>
 
 namespace harness {
@@ -93,6 +95,56 @@ TEST(RowPacker, ARefillChunkEndsAtTheEndOfTheShard) {
     EXPECT_EQ(row(p, &epoch), (Row{{want_docs[i], 4}}));
     EXPECT_EQ(epoch, want_epochs[i]);
   }
+}
+
+// The reference trainer's loader, transcribed on lengths as plainly as it is written: a list
+// in arrival order, refilled 128 documents at a time (a chunk ends at the end of the shard)
+// while it holds fewer than 1000; the first longest document that fits, else the first
+// shortest is cropped. Returns the (doc, length) pieces of `rows` rows.
+std::vector<std::pair<size_t, size_t>> reference_pieces(const std::vector<size_t>& lengths, size_t row_len,
+                                                        long rows) {
+  std::vector<size_t> buffer;  // document ids
+  size_t cursor = 0;
+  std::vector<std::pair<size_t, size_t>> out;
+  for (long r = 0; r < rows; ++r)
+    for (size_t pos = 0; pos < row_len;) {
+      while (buffer.size() < 1000) {
+        if (cursor == lengths.size()) cursor = 0;
+        for (size_t end = std::min(cursor + 128, lengths.size()); cursor < end; ++cursor) buffer.push_back(cursor);
+      }
+      const size_t remaining = row_len - pos;
+      long best = -1;
+      for (size_t i = 0; i < buffer.size(); ++i)
+        if (lengths[buffer[i]] <= remaining && (best < 0 || lengths[buffer[i]] > lengths[buffer[best]])) best = long(i);
+      if (best < 0) {
+        best = 0;
+        for (size_t i = 1; i < buffer.size(); ++i)
+          if (lengths[buffer[i]] < lengths[buffer[best]]) best = long(i);
+      }
+      const size_t doc = buffer[best], taken = std::min(lengths[doc], remaining);
+      out.push_back({doc, taken});
+      pos += taken;
+      buffer.erase(buffer.begin() + best);
+    }
+  return out;
+}
+
+TEST(RowPacker, MatchesTheReferenceLoaderOverEpochs) {
+  std::mt19937 rng(7);
+  std::vector<size_t> lengths(3000);
+  for (auto& len : lengths) len = 1 + (rng() % 4 == 0 ? rng() % 900 : rng() % 120);  // some longer than a row
+  const size_t row_len = 257;
+  const long rows = 3000;  // about 2.5 passes over the documents
+  RowPacker p(lengths, row_len, 1000, /*cycle=*/true, false, /*refill_docs=*/128);
+  std::vector<std::pair<size_t, size_t>> ours;
+  std::vector<RowPiece> pieces;
+  int epoch = 0;
+  for (long r = 0; r < rows; ++r) {
+    ASSERT_TRUE(p.next_row(pieces, epoch));
+    for (auto& piece : pieces) ours.push_back({piece.doc, piece.length});
+  }
+  EXPECT_GE(epoch, 2);
+  EXPECT_EQ(ours, reference_pieces(lengths, row_len, rows));
 }
 
 TEST(RowPacker, CyclingCountsEpochs) {
