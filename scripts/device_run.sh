@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (the device tool runs it in the repository root):
-#   scripts/device_run.sh check    kernel tests, train --check, prepare, tokenizer check,
+#   scripts/device_run.sh check    kernel tests, train --check, the RMSNorm-epsilon check,
+#                                  prepare, tokenizer check,
 #                                  a 20-step run with --dump-init and the PyTorch twin
-#   scripts/device_run.sh fixed    prepare, tests, the RMSNorm-epsilon check, then the fixed-step
-#                                  run (--steps 874; PROFILE=1 adds the per-kernel table first)
+#   scripts/device_run.sh fixed    prepare, tests, then the fixed-step run (--steps 874;
+#                                  PROFILE=1 adds the per-kernel table first)
 #   scripts/device_run.sh budget   prepare, tests, then the default 300-second run (PROFILE=1:
-#                                  the per-kernel table first; bin/train_dual if staged)
+#                                  the per-kernel table first)
 #   scripts/device_run.sh steps N  prepare, then a run of N steps (throughput)
 #   scripts/device_run.sh survey   tests and --check, the attention benchmark, a 30-step run
 #                                  with the default evaluation (lines time-stamped: start-up and
@@ -58,7 +59,7 @@ twin_and_tokenizer() {
   left=$(( ${LIMIT:-590} - SECONDS ))
   if [ -f tests/torch_twin.py ] && [ $left -gt 60 ]; then
     section "20 steps with --dump-init, then the PyTorch twin (${left}s left)"
-    "${BIN_TRAIN:-$BIN/train}" --data "$DATA" --steps ${TWIN_STEPS:-20} --dump-init /tmp/dump --eval-tokens 262144 > "$OUT/twin_train.log" 2>&1
+    "$BIN/train" --data "$DATA" --steps ${TWIN_STEPS:-20} --dump-init /tmp/dump --eval-tokens 262144 > "$OUT/twin_train.log" 2>&1
     echo "train rc=$?"; grep -E "^step" "$OUT/twin_train.log" | cut -c1-60
     left=$(( ${LIMIT:-590} - SECONDS - 5 ))
     timeout $left python3 tests/torch_twin.py --dump /tmp/dump 2>&1 | tee "$OUT/twin.log" | tail -30
@@ -87,18 +88,6 @@ kernel_profile() {
   python3 scripts/kernel_table.py "$OUT/ncu.csv" --order "$OUT/kernels_in_order.txt" --top 45
 }
 
-# TRAIN: $BIN/train, or $BIN/train_eps32 (RMSNorm eps = fp32 machine epsilon) when PyTorch's
-# rms_norm adds that epsilon to bf16 inputs (tests/rmsnorm_eps_check.py decides).
-pick_norm_eps() {
-  TRAIN=$BIN/train
-  if [ -x "$BIN/train_eps32" ] && [ -f tests/rmsnorm_eps_check.py ]; then
-    section "which RMSNorm epsilon the reference's PyTorch uses"
-    timeout 120 python3 tests/rmsnorm_eps_check.py 2>&1 | tee "$OUT/eps_check.log" | tail -4
-    if grep -q "reference_norm_eps: fp32" "$OUT/eps_check.log"; then TRAIN=$BIN/train_eps32; fi
-  fi
-  echo "training binary: $TRAIN"
-}
-
 prepare_data() {
   section "prepare"
   local t0=$SECONDS
@@ -116,6 +105,8 @@ case "$MODE" in
     if [ -x "$BIN/optim_test" ]; then section "optimizer tests"; "$BIN/optim_test" 2>&1 | tee "$OUT/optim_test.log" | tail -20; fi
     section "train --check"
     "$BIN/train" --check > "$OUT/check.log" 2>&1; echo "check rc=$?"; tail -30 "$OUT/check.log"
+    section "which RMSNorm epsilon PyTorch adds to bf16 inputs (the trainer uses fp32's)"
+    timeout 120 python3 tests/rmsnorm_eps_check.py 2>&1 | tail -3
     prepare_data
     if [ -f tests/tiktoken_check.py ]; then
       section "tokenizer check"
@@ -162,24 +153,21 @@ case "$MODE" in
     prepare_data
     choose_binaries
     optim_tests
-    pick_norm_eps
     [ -n "${PROFILE:-}" ] && kernel_profile
-    section "$TRAIN --steps 874 ${EVAL_ARGS:-}"
-    "$TRAIN" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
+    section "$BIN/train --steps 874 ${EVAL_ARGS:-}"
+    "$BIN/train" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
     head -3 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log" | cut -c1-150; tail -16 "$OUT/fixed.log"
-    BIN_TRAIN=$TRAIN TWIN_STEPS=10 twin_and_tokenizer
+    TWIN_STEPS=10 twin_and_tokenizer
     ;;
   budget)
     prepare_data
     choose_binaries
     optim_tests
-    TRAIN=$BIN/train
-    [ -x "$BIN/train_dual" ] && TRAIN=$BIN/train_dual  # also scores the every-token packing
     [ -n "${PROFILE:-}" ] && kernel_profile
-    section "$TRAIN (default 300 s budget) ${EVAL_ARGS:-}"
-    "$TRAIN" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
+    section "$BIN/train (default 300 s budget) ${EVAL_ARGS:-}"
+    "$BIN/train" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
     head -3 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log" | cut -c1-150; tail -17 "$OUT/budget.log"
-    BIN_TRAIN=$TRAIN TWIN_STEPS=10 twin_and_tokenizer
+    TWIN_STEPS=10 twin_and_tokenizer
     ;;
   steps)
     prepare_data

@@ -17,7 +17,8 @@ class BatchStager {
   BatchStager(DeviceArena& arena, int B, int T, int V) : B_(B), T_(T), V_(V) {
     long N = long(B) * T;
     cudaCheck(cudaMallocHost(&h_rows_, sizeof(uint16_t) * B * (T + 1)));
-    index_ints_ = 2 * V + 1 + N + (max_embed_segments(N, V) + 1) + (V + 1);
+    max_segments_ = max_embed_segments(N, V);
+    index_ints_ = 2 * V + 1 + N + (max_segments_ + 1) + (V + 1);
     cudaCheck(cudaMallocHost(&h_index_, sizeof(int) * index_ints_));
     cudaCheck(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
     d_rows_ = arena.alloc<uint16_t>(size_t(B) * (T + 1));
@@ -58,7 +59,7 @@ class BatchStager {
     for (long n = 0; n < N; n++) pos[counts_[h_rows_[(n / T_) * (T_ + 1) + n % T_]]++] = int(n);
     // segments of at most EMBED_SEGMENT positions, never across tokens
     int* seg_begin = pos + N;
-    int* seg_first = seg_begin + max_embed_segments(N, V_) + 1;
+    int* seg_first = seg_begin + max_segments_ + 1;
     int S = 0;
     for (int u = 0; u < U; u++) {
       seg_first[u] = S;
@@ -69,9 +70,9 @@ class BatchStager {
     cudaCheck(cudaMemcpyAsync(d_rows_, h_rows_, sizeof(uint16_t) * B_ * (T_ + 1), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(d_index_, h_index_, sizeof(int) * index_ints_, cudaMemcpyHostToDevice, st));
     cudaCheck(cudaEventRecord(copied_, st));
-    const long d_seg = 2 * V_ + 1 + N;
-    index = {d_index_, d_index_ + V_, d_index_ + 2 * V_ + 1, d_index_ + d_seg,
-             d_index_ + d_seg + max_embed_segments(N, V_) + 1, U, S};
+    // the same layout on the device
+    index = {d_index_, d_index_ + (offs - h_index_), d_index_ + (pos - h_index_), d_index_ + (seg_begin - h_index_),
+             d_index_ + (seg_first - h_index_), U, S};
     split_rows(inputs, targets, d_rows_, B_, T_, st);
   }
 
@@ -82,6 +83,7 @@ class BatchStager {
  private:
   int B_, T_, V_;
   uint16_t* h_rows_ = nullptr;
+  long max_segments_ = 0;
   long index_ints_ = 0;
   int* h_index_ = nullptr;  // unique (V), offsets (V+1), positions (N), seg_begin (max+1), seg_first (V+1)
   uint16_t* d_rows_ = nullptr;

@@ -16,6 +16,11 @@ constexpr int PARTIAL_BLOCKS = 1024;  // residual_mix_backward's fixed grid (det
 int grid_for(long n) { return int(std::min<long>((n + BLOCK - 1) / BLOCK, 65536L * 8)); }
 int warp_grid(long rows) { return ceil_div(rows * 32, BLOCK); }
 constexpr int ROPE_MAX_D = 256;  // head_dim limit of the rope kernels (registers per lane)
+void require_rope_head_dim(int D) {
+  if (D % 4 != 0 || D > ROPE_MAX_D)
+    throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 4, at most " +
+                                std::to_string(ROPE_MAX_D));
+}
 
 // The 8-wide kernels need lengths (and row widths) that are multiples of 8.
 void require_multiple(long n, long of, const char* what) {
@@ -490,7 +495,7 @@ void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* p
 template <typename T>
 void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin, int rows, int T_,
                          int heads, int D, float eps, cudaStream_t st) {
-  if (D % 4 != 0 || D > ROPE_MAX_D) throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 4, at most " + std::to_string(ROPE_MAX_D));
+  require_rope_head_dim(D);
   rope_qknorm_forward_kernel<<<warp_grid(long(rows) * heads), BLOCK, 0, st>>>(out, rstd, in, cos_sin,
                                                                             rows, T_, heads, D, eps);
   cudaLaunchCheck();
@@ -499,7 +504,7 @@ void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin,
 template <typename T>
 void rope_qknorm_backward(T* din, const T* dout, const T* out, const float* rstd,
                           const float* cos_sin, int rows, int T_, int heads, int D, cudaStream_t st) {
-  if (D % 4 != 0 || D > ROPE_MAX_D) throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 4, at most " + std::to_string(ROPE_MAX_D));
+  require_rope_head_dim(D);
   rope_qknorm_backward_kernel<<<warp_grid(long(rows) * heads), BLOCK, 0, st>>>(
       din, dout, out, rstd, cos_sin, rows, T_, heads, D);
   cudaLaunchCheck();
