@@ -41,7 +41,7 @@ choose_binaries() {
     [ -x "$dir/train" ] || continue
     section "kernel tests and --check of $dir"
     if "$dir/kernels_test" > "$OUT/kernels_test.log" 2>&1 && "$dir/train" --check > "$OUT/check.log" 2>&1; then
-      echo "pass: using $dir"; BIN=$dir; break
+      echo "pass: using $dir"; BIN=$dir; grep -E "attention bf16 d|matmul_add bf16" "$OUT/kernels_test.log" | head -12; break
     fi
     grep -E "FAILED|WRONG|FAIL" "$OUT/kernels_test.log" "$OUT/check.log" | head -10
   done
@@ -179,8 +179,12 @@ case "$MODE" in
     choose_binaries
     optim_tests
     prepare_data
-    section "train --steps 30, default evaluation (seconds since launch on each line)"
+    section "train --steps 30, default evaluation (seconds since launch on each line; SM clock and power sampled)"
+    nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 500 > "$OUT/smi.log" 2>&1 &
+    SMI=$!
     "$BIN/train" --data "$DATA" --steps 30 2>&1 | stamp_lines > "$OUT/steps30.log"; echo "train rc=${PIPESTATUS[0]}"
+    kill $SMI 2>/dev/null
+    sort "$OUT/smi.log" | uniq -c | sort -rn | head -6
     grep -E "model:|step 0000[0-2]|step 000(1[0-2]|2[7-9])" "$OUT/steps30.log" | cut -c1-150; tail -11 "$OUT/steps30.log"
     kernel_profile
     TWIN_STEPS=10 twin_and_tokenizer

@@ -108,7 +108,8 @@ struct GPT {
   std::vector<Layer> L;
   float* cos_sin;      // (T, D/2) cos, (T, D/2) sin
   T *emb, *x0, *xf;    // (N, C)
-  float *rstd0, *rstdf, *losses, *partials, *delta, *embed_partials;
+  float *rstd0, *rstdf, *losses, *partials, *embed_partials;
+  void* attn_scratch;  // attention_backward's, sized for the largest window
   T *logits, *dlogits, *qraw, *kraw, *dX, *dx0, *dn, *dq, *dk, *dv, *dqraw, *dkraw, *dve, *dgate, *dh;
 
   GPT(Config cfg, int batch_rows, cudaStream_t stream)
@@ -147,7 +148,9 @@ struct GPT {
     xlast = A(N * C);
     rstd0 = Af(N), rstdf = Af(N), logits = A(N * c.vocab), losses = Af(N), partials = Af(2048);
     embed_partials = Af(max_embed_segments(N, c.vocab) * std::max(C, KV));
-    delta = Af(N * c.n_head);
+    size_t scratch_bytes = 0;
+    for (int i = 0; i < c.depth; i++) scratch_bytes = std::max(scratch_bytes, attention_scratch_bytes<T>(attn_shape(i)));
+    attn_scratch = arena.alloc<unsigned char>(scratch_bytes);
     dlogits = A(N * c.vocab), dh = A(N * F);
     qraw = A(N * HD), kraw = A(N * KV), dqraw = A(N * HD), dkraw = A(N * KV);
     dX = A(N * C), dx0 = A(N * C), dn = A(N * C), dq = A(N * HD), dk = A(N * KV), dv = A(N * KV);
@@ -227,13 +230,11 @@ struct GPT {
         ve_gate_forward(l.v, l.gate, p.e(l.ve), inp, N, c.n_kv_head, c.head_dim, st);
       }
       attention_forward(l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
-      cudaCheck(cudaMemcpyAsync(l.xa, l.xm, N * C * sizeof(T), cudaMemcpyDeviceToDevice, st));
-      linear_forward(blas, l.xa, l.att, p.wt(l.c_proj), N, HD, C, 1.0f);  // xa = xm + attn
+      linear_forward_add(blas, l.xa, l.xm, l.att, p.wt(l.c_proj), N, HD, C);  // xa = xm + attn
       rmsnorm_forward(l.n2, l.rstd2, l.xa, N, C, NORM_EPS, st);
       linear_forward(blas, l.h, l.n2, p.wt(l.c_fc), N, C, F);
       relu2_forward(l.a, l.h, N * F, st);
-      cudaCheck(cudaMemcpyAsync(x_out, l.xa, N * C * sizeof(T), cudaMemcpyDeviceToDevice, st));
-      linear_forward(blas, x_out, l.a, p.wt(l.mlp_proj), N, F, C, 1.0f);  // x = xa + mlp
+      linear_forward_add(blas, x_out, l.xa, l.a, p.wt(l.mlp_proj), N, F, C);  // x = xa + mlp
     }
     rmsnorm_forward(xf, rstdf, xlast, N, C, NORM_EPS, st);
     linear_forward<T, T>(blas, logits, xf, p.wt(lm_head), N, C, c.vocab);  // bf16 logits, as the reference
@@ -261,7 +262,7 @@ struct GPT {
       // xa = xm + attention(q, k, v) · W_projᵀ
       linear_backward_weight(blas, p.g(l.c_proj), dX, l.att, N, HD, C);
       linear_backward_input(blas, dqraw, dX, p.wt(l.c_proj), N, HD, C);  // d att
-      attention_backward(dq, dk, dv, delta, dqraw, l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
+      attention_backward(dq, dk, dv, attn_scratch, dqraw, l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
       if (l.ve >= 0) {
         ve_gate_backward(dgate, dve, dv, l.gate, p.e(l.ve), inp, N, Hkv, c.head_dim, st);
         embedding_backward(p.g(l.ve), dve, idx, KV, embed_partials, st);

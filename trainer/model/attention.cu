@@ -11,8 +11,10 @@
 // from registers.
 //   forward:   per query tile (latest first: they see the most keys), online
 //              softmax over key tiles, writes o and lse.
-//   backward:  dq per query tile (recomputes P and dP), dk/dv per key tile
-//              (loops over the query heads of its group): no atomics.
+//   backward:  dk/dv per key tile (loops over the query heads of its group),
+//              which also writes dS, bf16, into a band of 64 x 64 tiles in the
+//              scratch; then dq = dS · K per query tile from that band. Five
+//              products in all, no atomics: deterministic.
 #include "model/attention.cuh"
 
 #include <algorithm>
@@ -24,6 +26,7 @@ constexpr int HD = 128;        // head_dim of the flash kernels
 constexpr int TILE = 64;       // rows per streamed tile
 constexpr int LDS = HD + 8;    // padded shared-memory row (bf16): conflict-free fragments
 constexpr int TILE_ELEMS = TILE * LDS;
+constexpr int LDD = TILE + 8;  // padded shared-memory row of a dS tile (bf16)
 constexpr float LOG2E = 1.4426950408889634f;
 
 __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
@@ -43,12 +46,13 @@ __device__ __forceinline__ uint32_t pack2f(float lo, float hi) {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 
-// A fragment (16 x 16) of a row-major tile s[row][col], rows r0.., cols c0..: ldmatrix.x4,
-// lanes 0..15 address rows r0..r0+15 at c0, lanes 16..31 the same rows at c0 + 8.
+// A fragment (16 x 16) of a row-major tile s[row][col] of row stride LD, rows r0.., cols c0..:
+// ldmatrix.x4, lanes 0..15 address rows r0..r0+15 at c0, lanes 16..31 the same rows at c0 + 8.
+template <int LD = LDS>
 __device__ __forceinline__ void load_a(uint32_t* a, const bf16* s, int r0, int c0, int lane) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(smem_addr(s + (r0 + (lane & 15)) * LDS + c0 + (lane >> 4) * 8)));
+               : "r"(smem_addr(s + (r0 + (lane & 15)) * LD + c0 + (lane >> 4) * 8)));
 }
 // B fragments (k 16 x n 8) of the two n tiles n0 and n0 + 8, from a tile stored s[n][k] (e.g. K
 // for Q·Kᵀ): ldmatrix.x4, lanes 0..7 address rows n0..n0+7 at k0, lanes 8..15 the same rows at
@@ -65,6 +69,14 @@ __device__ __forceinline__ void load_b_kn(uint32_t* b, const bf16* s, int k0, in
                : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                : "r"(smem_addr(s + (k0 + (lane & 15)) * LDS + n0 + (lane >> 4) * 8)));
 }
+// The transpose of an 8 x 8 bf16 matrix held one pair a lane (row lane / 4, columns
+// 2 (lane % 4) and the next), returned in the same layout.
+__device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // Accumulators of two adjacent 8-wide tiles as one A fragment (16 x 16).
 __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const float* c1) {
   a[0] = pack2f(c0[0], c0[1]);
@@ -98,6 +110,32 @@ __device__ __forceinline__ void load_tile_async(bf16* s, const bf16* src, long s
   const bf16* from = src + r * stride + c;
 #pragma unroll
   for (int n = 0; n < CHUNKS; n++) cp_async16(dst + n * PER_ROW * 8, from + n * PER_ROW * 8);
+}
+
+// The dS band of one backward call: for each (batch, head, query tile qt of 64) the 64 x 64
+// tiles [query][key] of the key tiles kt that some query of qt sees, kt_min(qt) .. qt, in
+// `slots` slots (slot kt - qt + slots - 1). Written by the dk/dv kernel (zeros where no pair
+// of a warp's part is visible), read by the dq kernel.
+struct DsBand {
+  int n_qt, slots, window;
+  __host__ __device__ static DsBand of(const AttnShape& s) {
+    const int n_qt = s.T / TILE;
+    return {n_qt, min(n_qt, (s.window + TILE - 1) / TILE + 1), s.window};
+  }
+  __host__ __device__ int kt_min(int qt) const { return max(0, qt * TILE - window) / TILE; }
+  __host__ __device__ bool has(int qt, int kt) const { return kt <= qt && kt >= kt_min(qt); }
+  __host__ __device__ long offset(int b, int h, int H, int qt, int kt) const {
+    return ((((long(b) * H + h) * n_qt + qt) * slots) + kt - qt + slots - 1) * TILE * TILE;
+  }
+  __host__ __device__ long elements(int B, int H) const { return long(B) * H * n_qt * slots * TILE * TILE; }
+};
+
+// Starts copying one 64 x 64 dS tile (contiguous rows of 64) to s (row stride LDD).
+template <int THREADS>
+__device__ __forceinline__ void load_ds_tile_async(bf16* s, const bf16* src) {
+#pragma unroll
+  for (int c = threadIdx.x; c < TILE * TILE / 8; c += THREADS)
+    cp_async16(s + (c / 8) * LDD + c % 8 * 8, src + (c / 8) * TILE + c % 8 * 8);
 }
 
 // Some / every (query, key) pair of queries q0 .. q0 + nq - 1 and keys k0 .. k0 + nk - 1 is
@@ -234,108 +272,71 @@ __global__ void __launch_bounds__(WARPS * 32, 2) flash_forward_kernel(
   }
 }
 
-// delta[b, h, i] = sum_d dout * o; one warp per (b, i, h).
+// delta[b, h, i] = sum_d dout * o; 16 lanes per (b, i, h), 8 features a lane at a time
+// (D % 8 == 0: 16-byte bf16 accesses).
 template <typename T>
 __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnShape s) {
-  long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  int lane = threadIdx.x % 32;
+  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / 16;
+  const int li = threadIdx.x % 16;
   if (w >= long(s.B) * s.T * s.H) return;
   const T* a = dout + w * s.D;
   const T* c = o + w * s.D;
-  float acc = 0.f;
-  for (int d = 2 * lane; d < s.D; d += 64) {  // D % 2 == 0: pairs
-    const float2 x = load2(a + d), y = load2(c + d);
-    acc += x.x * y.x + x.y * y.y;
+  float acc = 0.f, x[8], y[8];
+  for (int d = 8 * li; d < s.D; d += 128) {
+    load8(x, a + d);
+    load8(y, c + d);
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc += x[e] * y[e];
   }
-  acc = warp_sum(acc);
-  int h = w % s.H;
-  long bt = w / s.H;
-  int b = bt / s.T, i = bt % s.T;
-  if (lane == 0) delta[(long(b) * s.H + h) * s.T + i] = acc;
+  acc = half_warp_sum(acc);
+  const int h = w % s.H;
+  const long bt = w / s.H;
+  const int b = bt / s.T, i = bt % s.T;
+  if (li == 0) delta[(long(b) * s.H + h) * s.T + i] = acc;
 }
 
-// grid (T / (16 * WARPS), B * H); block 32 * WARPS: dq for one query tile. Shared memory: the
-// Q and dO tiles (16 * WARPS, LDS), then 2 stages of {K, V} tiles (TILE, LDS). Each warp keeps
-// its rows of Q and dO in registers as A fragments for the whole key loop.
+// grid (T / (16 * WARPS), B * H); block 32 * WARPS: dq = scale * dS · K for one query tile of
+// 16 * WARPS rows, dS read from the band the dk/dv kernel wrote (zero at invisible pairs, so no
+// masking here). Shared memory: 2 stages of {K tile (TILE, LDS), dS of the block's rows
+// against that key tile (16 * WARPS, LDD)}.
 template <int WARPS>
 __global__ void __launch_bounds__(WARPS * 32) flash_backward_dq_kernel(
-    bf16* dq, const bf16* dout, const float* lse, const float* delta, const bf16* q, const bf16* k,
-    const bf16* v, AttnShape s, float scale) {
-  constexpr int BM = 16 * WARPS, THREADS = 32 * WARPS;
+    bf16* dq, const bf16* ds, const bf16* k, AttnShape s, DsBand band, float scale) {
+  constexpr int BM = 16 * WARPS, THREADS = 32 * WARPS, STAGE = TILE * LDS + BM * LDD;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sQ = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sdO = sQ + BM * LDS;
-  bf16* sKV = sdO + BM * LDS;  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
+  bf16* sm = reinterpret_cast<bf16*>(smem_raw);  // stage st at sm + st * STAGE: K, then dS
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
   const int q0 = (gridDim.x - 1 - blockIdx.x) * BM;  // latest query tiles first: the most work
   const int r0 = q0 + warp * 16;                      // this warp's rows r0 .. r0 + 15
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
   const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
-  const bf16* vh = v + long(b) * s.T * kstride + hk * HD;
-  auto load_kv = [&](int kt, int st) {  // key tile kt into stage st: one cp.async group
-    load_tile_async<TILE, THREADS>(sKV + 2 * st * TILE_ELEMS, kh + long(kt) * TILE * kstride, kstride);
-    load_tile_async<TILE, THREADS>(sKV + (2 * st + 1) * TILE_ELEMS, vh + long(kt) * TILE * kstride, kstride);
+  auto load = [&](int kt, int st) {  // key tile kt and the dS tiles against it: one cp.async group
+    bf16* sK = sm + st * STAGE;
+    load_tile_async<TILE, THREADS>(sK, kh + long(kt) * TILE * kstride, kstride);
+#pragma unroll
+    for (int part = 0; part < BM / TILE; part++) {  // a query tile of 64 rows each
+      const int qt = q0 / TILE + part;
+      if (band.has(qt, kt)) load_ds_tile_async<THREADS>(sK + TILE * LDS + part * TILE * LDD,
+                                                        ds + band.offset(b, h, s.H, qt, kt));
+    }
     cp_async_commit();
   };
   const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = (q0 + BM - 1) / TILE;
-  load_tile_async<BM, THREADS>(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
-  load_tile_async<BM, THREADS>(sdO, dout + (long(b) * s.T + q0) * qstride + h * HD, qstride);
-  cp_async_commit();
-  load_kv(kt_begin, 0);
-  const int row[2] = {r0 + g, r0 + g + 8};
-  float lse2[2], dl[2];
-  for (int r = 0; r < 2; r++) {
-    lse2[r] = lse[(long(b) * s.H + h) * s.T + row[r]] * LOG2E;
-    dl[r] = delta[(long(b) * s.H + h) * s.T + row[r]];
-  }
-  cp_async_wait<1>();  // Q and dO have landed; the first K/V tile may still be in flight
-  __syncthreads();
-  uint32_t qa[HD / 16][4], da[HD / 16][4];  // this warp's Q and dO rows as A fragments
-#pragma unroll
-  for (int kk = 0; kk < HD / 16; kk++) {
-    load_a(qa[kk], sQ, warp * 16, kk * 16, lane);
-    load_a(da[kk], sdO, warp * 16, kk * 16, lane);
-  }
-  const float sl2 = scale * LOG2E;
+  load(kt_begin, 0);
   float acc_dq[HD / 8][4] = {};
   for (int kt = kt_begin; kt <= kt_end; kt++) {
-    const int st = (kt - kt_begin) & 1, k0 = kt * TILE;
+    const int st = (kt - kt_begin) & 1;
     cp_async_wait<0>();
     __syncthreads();  // tile kt is in stage st for all threads; nobody reads stage st ^ 1 any more
-    if (kt < kt_end) load_kv(kt + 1, st ^ 1);
-    if (!some_visible(r0, 16, k0, TILE, s.window)) continue;  // warp-uniform
-    const bf16* sK = sKV + 2 * st * TILE_ELEMS;
-    const bf16* sV = sK + TILE_ELEMS;
-    float sc[TILE / 8][4] = {}, dp[TILE / 8][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; kk++) {
-#pragma unroll
-      for (int n = 0; n < TILE / 8; n += 2) {
-        uint32_t bb[4];
-        load_b_nk(bb, sK, n * 8, kk * 16, lane);
-        mma16816(sc[n], qa[kk], bb[0], bb[1]);
-        mma16816(sc[n + 1], qa[kk], bb[2], bb[3]);
-        load_b_nk(bb, sV, n * 8, kk * 16, lane);
-        mma16816(dp[n], da[kk], bb[0], bb[1]);
-        mma16816(dp[n + 1], da[kk], bb[2], bb[3]);
-      }
-    }
-    if (!all_visible(r0, 16, k0, TILE, s.window)) {  // a tile on the diagonal or the window edge
-      const int dist[2] = {row[0] - k0 - 2 * t, row[1] - k0 - 2 * t};
-      mask_scores<-1>(sc, dist, s.window);
-    }
-#pragma unroll
-    for (int n = 0; n < TILE / 8; n++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        float p = exp2f(sc[n][e] * sl2 - lse2[e / 2]);  // 0 where masked
-        sc[n][e] = p * (dp[n][e] - dl[e / 2]);          // dS
-      }
+    if (kt < kt_end) load(kt + 1, st ^ 1);
+    if (!some_visible(r0, 16, kt * TILE, TILE, s.window)) continue;  // warp-uniform
+    const bf16* sK = sm + st * STAGE;
+    const bf16* sD = sK + TILE * LDS;
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; kk++) {
       uint32_t a[4];
-      acc_to_a(a, sc[2 * kk], sc[2 * kk + 1]);
+      load_a<LDD>(a, sD, warp * 16, kk * 16, lane);
 #pragma unroll
       for (int n = 0; n < HD / 8; n += 2) {
         uint32_t bk[4];
@@ -347,7 +348,7 @@ __global__ void __launch_bounds__(WARPS * 32) flash_backward_dq_kernel(
   }
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    bf16* drow = dq + (long(b) * s.T + row[r]) * qstride + h * HD;
+    bf16* drow = dq + (long(b) * s.T + r0 + g + 8 * r) * qstride + h * HD;
 #pragma unroll
     for (int n = 0; n < HD / 8; n++)
       *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) =
@@ -360,8 +361,8 @@ __global__ void __launch_bounds__(WARPS * 32) flash_backward_dq_kernel(
 // tiles (TILE, LDS), then 2 stages of {lse, delta} (TILE,) floats.
 template <int WARPS>
 __global__ void __launch_bounds__(WARPS * 32) flash_backward_dkdv_kernel(
-    bf16* dk, bf16* dv, const bf16* dout, const float* lse, const float* delta, const bf16* q,
-    const bf16* k, const bf16* v, AttnShape s, float scale) {
+    bf16* dk, bf16* dv, bf16* ds, const bf16* dout, const float* lse, const float* delta, const bf16* q,
+    const bf16* k, const bf16* v, AttnShape s, DsBand band, float scale) {
   constexpr int BK = 16 * WARPS, THREADS = 32 * WARPS;
   static_assert(THREADS >= 2 * TILE, "one thread per lse and delta entry");
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -393,11 +394,20 @@ __global__ void __launch_bounds__(WARPS * 32) flash_backward_dkdv_kernel(
   const float sl2 = scale * LOG2E;
   float acc_dk[HD / 8][4] = {}, acc_dv[HD / 8][4] = {};
   for (int step = 0; step < steps; step++) {
-    const int st = step & 1, q0 = (qt_begin + step % n_qt) * TILE;
+    const int st = step & 1, qt = qt_begin + step % n_qt, q0 = qt * TILE, h = hk * group + step / n_qt;
     cp_async_wait<0>();
     __syncthreads();  // step's tiles are in stage st for all threads; nobody reads stage st ^ 1 any more
     if (step + 1 < steps) load_q(step + 1, st ^ 1);
-    if (!some_visible(q0, TILE, kw, 16, s.window)) continue;  // warp-uniform
+    // this warp's 16 key columns of the dS tile (qt, kw / TILE), when the dq kernel reads it
+    bf16* ds_tile = band.has(qt, kw / TILE) ? ds + band.offset(b, h, s.H, qt, kw / TILE) + kw % TILE : nullptr;
+    if (!some_visible(q0, TILE, kw, 16, s.window)) {  // warp-uniform
+      if (ds_tile)
+        for (int r = lane; r < TILE; r += 32) {
+          reinterpret_cast<uint4*>(ds_tile + r * TILE)[0] = make_uint4(0, 0, 0, 0);
+          reinterpret_cast<uint4*>(ds_tile + r * TILE)[1] = make_uint4(0, 0, 0, 0);
+        }
+      continue;
+    }
     const bf16* sQ = sQO + 2 * st * TILE_ELEMS;
     const bf16* sdO = sQ + TILE_ELEMS;
     const float* sL = sLD + 2 * st * TILE;  // lse
@@ -431,6 +441,13 @@ __global__ void __launch_bounds__(WARPS * 32) flash_backward_dkdv_kernel(
         sc[n][e] = p;                                      // Pᵀ
         dp[n][e] = p * (dp[n][e] - sD[qi]);                // dSᵀ
       }
+    // dS, bf16 as the products below use it: each 8 x 8 block transposed, row (query) 8 n + g
+#pragma unroll
+    for (int n = 0; n < TILE / 8; n++) {
+      bf16* row = ds_tile + (8 * n + g) * TILE + 2 * t;
+      *reinterpret_cast<uint32_t*>(row) = transpose8x8(pack2f(dp[n][0], dp[n][1]));
+      *reinterpret_cast<uint32_t*>(row + 8) = transpose8x8(pack2f(dp[n][2], dp[n][3]));
+    }
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; kk++) {
       uint32_t ap[4], as[4];
@@ -578,25 +595,30 @@ void flash_forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16
 }
 
 template <int WARPS>
-void flash_backward(bf16* dq, bf16* dk, bf16* dv, const float* delta, const bf16* dout, const float* lse,
-                    const bf16* q, const bf16* k, const bf16* v, AttnShape s, cudaStream_t stream) {
-  // dq: Q and dO tiles, 2 stages of K and V; dkdv: K and V tiles, 2 stages of Q, dO, lse and delta
-  constexpr int dq_smem = (2 * 16 * WARPS + 4 * TILE) * LDS * sizeof(bf16);
-  constexpr int dkdv_smem = dq_smem + 4 * TILE * sizeof(float);
+void flash_backward(bf16* dq, bf16* dk, bf16* dv, const float* delta, bf16* ds, const bf16* dout,
+                    const float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s,
+                    cudaStream_t stream) {
+  // dkdv: K and V tiles, 2 stages of Q, dO, lse and delta; dq: 2 stages of a K tile and dS rows
+  constexpr int dkdv_smem = (2 * 16 * WARPS + 4 * TILE) * LDS * sizeof(bf16) + 4 * TILE * sizeof(float);
+  constexpr int dq_smem = 2 * (TILE * LDS + 16 * WARPS * LDD) * sizeof(bf16);
   static bool configured = false;
   if (!configured) {
-    configure_flash_kernel(flash_backward_dq_kernel<WARPS>, dq_smem);
     configure_flash_kernel(flash_backward_dkdv_kernel<WARPS>, dkdv_smem);
+    configure_flash_kernel(flash_backward_dq_kernel<WARPS>, dq_smem);
     configured = true;
   }
   const float scale = 1.0f / sqrtf(float(HD));
-  flash_backward_dq_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.H), 32 * WARPS, dq_smem, stream>>>(
-      dq, dout, lse, delta, q, k, v, s, scale);
-  cudaLaunchCheck();
+  const DsBand band = DsBand::of(s);
   flash_backward_dkdv_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.Hkv), 32 * WARPS, dkdv_smem, stream>>>(
-      dk, dv, dout, lse, delta, q, k, v, s, scale);
+      dk, dv, ds, dout, lse, delta, q, k, v, s, band, scale);
+  cudaLaunchCheck();
+  flash_backward_dq_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.H), 32 * WARPS, dq_smem, stream>>>(
+      dq, ds, k, s, band, scale);
   cudaLaunchCheck();
 }
+
+// The scratch of the bf16 backward: delta (B, H, T) floats, then the dS band.
+long delta_floats(const AttnShape& s) { return (long(s.B) * s.H * s.T + 63) / 64 * 64; }
 
 }  // namespace
 
@@ -609,15 +631,23 @@ void attention_forward<bf16>(bf16* o, float* lse, const bf16* q, const bf16* k, 
 }
 
 template <>
-void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, float* scratch, const bf16* dout,
+size_t attention_scratch_bytes<bf16>(AttnShape s) {
+  s = flash_shape(s);
+  return delta_floats(s) * sizeof(float) + DsBand::of(s).elements(s.B, s.H) * sizeof(bf16);
+}
+
+template <>
+void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const bf16* dout,
                               const bf16* o, const float* lse, const bf16* q, const bf16* k,
                               const bf16* v, AttnShape s, cudaStream_t stream) {
   s = flash_shape(s);
+  float* delta = static_cast<float*>(scratch);
+  bf16* ds = reinterpret_cast<bf16*>(delta + delta_floats(s));
   long rows = long(s.B) * s.T * s.H;
-  attn_delta_kernel<bf16><<<ceil_div(rows * 32, 256), 256, 0, stream>>>(scratch, dout, o, s);
+  attn_delta_kernel<bf16><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);
   cudaLaunchCheck();
-  if (wide_tiles(s)) flash_backward<8>(dq, dk, dv, scratch, dout, lse, q, k, v, s, stream);
-  else flash_backward<4>(dq, dk, dv, scratch, dout, lse, q, k, v, s, stream);
+  if (wide_tiles(s)) flash_backward<8>(dq, dk, dv, delta, ds, dout, lse, q, k, v, s, stream);
+  else flash_backward<4>(dq, dk, dv, delta, ds, dout, lse, q, k, v, s, stream);
 }
 
 template <>
@@ -629,16 +659,26 @@ void attention_forward<float>(float* o, float* lse, const float* q, const float*
 }
 
 template <>
-void attention_backward<float>(float* dq, float* dk, float* dv, float* scratch, const float* dout,
+size_t attention_scratch_bytes<float>(AttnShape s) {
+  return size_t(s.B) * s.H * s.T * sizeof(float);
+}
+
+template <>
+void attention_backward<float>(float* dq, float* dk, float* dv, void* scratch, const float* dout,
                                const float* o, const float* lse, const float* q, const float* k,
                                const float* v, AttnShape s, cudaStream_t stream) {
+  if (s.D % 8 != 0) {
+    std::fprintf(stderr, "FAIL: attention needs head_dim %% 8 == 0 (got %d)\n", s.D);
+    std::exit(1);
+  }
+  float* delta = static_cast<float*>(scratch);
   long rows = long(s.B) * s.T * s.H;
-  attn_delta_kernel<float><<<ceil_div(rows * 32, 256), 256, 0, stream>>>(scratch, dout, o, s);
+  attn_delta_kernel<float><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);
   cudaLaunchCheck();
   size_t kv_bytes = size_t(s.B) * s.T * s.Hkv * s.D * sizeof(float);
   cudaCheck(cudaMemsetAsync(dk, 0, kv_bytes, stream));
   cudaCheck(cudaMemsetAsync(dv, 0, kv_bytes, stream));
   reference_backward_kernel<<<dim3(s.T, s.B * s.H), 128, 2 * s.T * sizeof(float), stream>>>(
-      dq, dk, dv, scratch, dout, lse, q, k, v, s, 1.0f / sqrtf(float(s.D)));
+      dq, dk, dv, delta, dout, lse, q, k, v, s, 1.0f / sqrtf(float(s.D)));
   cudaLaunchCheck();
 }

@@ -161,11 +161,13 @@ inline bool attention_kernels(AttnShape s, std::mt19937_64& rng, cudaStream_t st
   };
   float *fq = upf(hq), *fk = upf(hk), *fv = upf(hv), *fdo = upf(hdo);
   bf16 *bq = upb(hq), *bk = upb(hk), *bv = upb(hv), *bdo = upb(hdo);
-  float *fo = arena.alloc<float>(nq), *flse = arena.alloc<float>(nl), *fscr = arena.alloc<float>(nl);
+  float *fo = arena.alloc<float>(nq), *flse = arena.alloc<float>(nl);
+  void* fscr = arena.alloc<unsigned char>(attention_scratch_bytes<float>(s));
   float *fdq = arena.alloc<float>(nq), *fdk = arena.alloc<float>(nk), *fdv = arena.alloc<float>(nk);
   bf16 *bo = arena.alloc<bf16>(nq), *bdq = arena.alloc<bf16>(nq), *bdk = arena.alloc<bf16>(nk),
        *bdv = arena.alloc<bf16>(nk);
-  float *blse = arena.alloc<float>(nl), *bscr = arena.alloc<float>(nl);
+  float* blse = arena.alloc<float>(nl);
+  void* bscr = arena.alloc<unsigned char>(attention_scratch_bytes<bf16>(s));
   attention_forward<float>(fo, flse, fq, fk, fv, s, st);
   attention_backward<float>(fdq, fdk, fdv, fscr, fdo, fo, flse, fq, fk, fv, s, st);
   attention_forward<bf16>(bo, blse, bq, bk, bv, s, st);

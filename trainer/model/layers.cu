@@ -17,8 +17,8 @@ int grid_for(long n) { return int(std::min<long>((n + BLOCK - 1) / BLOCK, 65536L
 int warp_grid(long rows) { return ceil_div(rows * 32, BLOCK); }
 constexpr int ROPE_MAX_D = 256;  // head_dim limit of the rope kernels (registers per lane)
 void require_rope_head_dim(int D) {
-  if (D % 4 != 0 || D > ROPE_MAX_D)
-    throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 4, at most " +
+  if (D % 8 != 0 || D > ROPE_MAX_D)
+    throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 8, at most " +
                                 std::to_string(ROPE_MAX_D));
 }
 
@@ -108,10 +108,19 @@ __global__ void rmsnorm_forward_kernel(T* y, float* rstd, const T* x, int N, int
   int lane = threadIdx.x % 32;
   if (r >= N) return;
   const T* xr = x + r * C;
-  float ss = 0.f;
-  for (int c = lane; c < C; c += 32) ss += to_f(xr[c]) * to_f(xr[c]);
-  float rs = rsqrtf(warp_sum(ss) / C + eps);
-  for (int c = lane; c < C; c += 32) y[r * C + c] = from_f<T>(to_f(xr[c]) * rs);
+  float ss = 0.f, f[8];
+  for (int c = 8 * lane; c < C; c += 256) {  // C % 8 == 0: 16-byte accesses
+    load8(f, xr + c);
+#pragma unroll
+    for (int e = 0; e < 8; e++) ss += f[e] * f[e];
+  }
+  const float rs = rsqrtf(warp_sum(ss) / C + eps);
+  for (int c = 8 * lane; c < C; c += 256) {  // the row is still in L1
+    load8(f, xr + c);
+#pragma unroll
+    for (int e = 0; e < 8; e++) f[e] *= rs;
+    store8(y + r * C + c, f);
+  }
   if (lane == 0) rstd[r] = rs;
 }
 
@@ -201,74 +210,93 @@ __global__ void sum_partials_kernel(float* out0, float* out1, const float* parti
   }
 }
 
-// One warp per (row, head); pairs (f, f + D/2) rotate together.
+// Sixteen lanes per (row, head), so that each lane moves 4 features of each half at a time
+// (8-byte bf16 accesses); pairs (f, f + D/2) rotate together.
+constexpr int ROPE_LANES = 16;
+
 template <typename T>
 __global__ void rope_qknorm_forward_kernel(T* out, float* rstd, const T* in, const float* cos_sin,
                                            int rows, int T_, int heads, int D, float eps) {
-  long w = warp_id();
-  int lane = threadIdx.x % 32;
+  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / ROPE_LANES;  // (row, head)
+  const int li = threadIdx.x % ROPE_LANES;
   if (w >= long(rows) * heads) return;
   const int pos = int((w / heads) % T_), half = D / 2;
   const float* cs = cos_sin + long(pos) * half;
   const float* sn = cos_sin + long(T_) * half + long(pos) * half;
   const T* x = in + w * D;
   T* y = out + w * D;
-  constexpr int MAXP = ROPE_MAX_D / 128;  // pairs of each half per lane
-  float y1[MAXP][2], y2[MAXP][2];
+  constexpr int MAXP = ROPE_MAX_D / 2 / (4 * ROPE_LANES);  // 4-feature chunks of each half per lane
+  float y1[MAXP][4], y2[MAXP][4];
   float ss = 0.f;
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 2 * lane + 64 * j;
+    const int f = 4 * li + 4 * ROPE_LANES * j;
     if (f >= half) break;
-    const float2 a = load2(x + f), b = load2(x + f + half);
-    const float2 c = *reinterpret_cast<const float2*>(cs + f), s = *reinterpret_cast<const float2*>(sn + f);
-    y1[j][0] = a.x * c.x + b.x * s.x, y2[j][0] = -a.x * s.x + b.x * c.x;
-    y1[j][1] = a.y * c.y + b.y * s.y, y2[j][1] = -a.y * s.y + b.y * c.y;
-    ss += y1[j][0] * y1[j][0] + y1[j][1] * y1[j][1] + y2[j][0] * y2[j][0] + y2[j][1] * y2[j][1];
+    float a[4], b[4], c[4], s[4];
+    load4(a, x + f);
+    load4(b, x + f + half);
+    load4(c, cs + f);
+    load4(s, sn + f);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      y1[j][e] = a[e] * c[e] + b[e] * s[e], y2[j][e] = -a[e] * s[e] + b[e] * c[e];
+      ss += y1[j][e] * y1[j][e] + y2[j][e] * y2[j][e];
+    }
   }
-  const float rs = rsqrtf(warp_sum(ss) / D + eps);
+  const float rs = rsqrtf(half_warp_sum(ss) / D + eps);
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 2 * lane + 64 * j;
+    const int f = 4 * li + 4 * ROPE_LANES * j;
     if (f >= half) break;
-    store2(y + f, y1[j][0] * rs, y1[j][1] * rs);
-    store2(y + f + half, y2[j][0] * rs, y2[j][1] * rs);
+#pragma unroll
+    for (int e = 0; e < 4; e++) y1[j][e] *= rs, y2[j][e] *= rs;
+    store4(y + f, y1[j]);
+    store4(y + f + half, y2[j]);
   }
-  if (lane == 0) rstd[w] = rs;
+  if (li == 0) rstd[w] = rs;
 }
 
 template <typename T>
 __global__ void rope_qknorm_backward_kernel(T* din, const T* dout, const T* out, const float* rstd,
                                             const float* cos_sin, int rows, int T_, int heads,
                                             int D) {
-  long w = warp_id();
-  int lane = threadIdx.x % 32;
+  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / ROPE_LANES;  // (row, head)
+  const int li = threadIdx.x % ROPE_LANES;
   if (w >= long(rows) * heads) return;
   const int pos = int((w / heads) % T_), half = D / 2;
   const float* cs = cos_sin + long(pos) * half;
   const float* sn = cos_sin + long(T_) * half + long(pos) * half;
   const float rs = rstd[w];
   const T *dy = dout + w * D, *y = out + w * D;
-  constexpr int MAXP = ROPE_MAX_D / 128;
-  float2 g1[MAXP], g2[MAXP], y1[MAXP], y2[MAXP];
+  constexpr int MAXP = ROPE_MAX_D / 2 / (4 * ROPE_LANES);
+  float g1[MAXP][4], g2[MAXP][4], y1[MAXP][4], y2[MAXP][4];
   float dot = 0.f;
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 2 * lane + 64 * j;
+    const int f = 4 * li + 4 * ROPE_LANES * j;
     if (f >= half) break;
-    g1[j] = load2(dy + f), g2[j] = load2(dy + f + half), y1[j] = load2(y + f), y2[j] = load2(y + f + half);
-    dot += g1[j].x * y1[j].x + g1[j].y * y1[j].y + g2[j].x * y2[j].x + g2[j].y * y2[j].y;
+    load4(g1[j], dy + f);
+    load4(g2[j], dy + f + half);
+    load4(y1[j], y + f);
+    load4(y2[j], y + f + half);
+#pragma unroll
+    for (int e = 0; e < 4; e++) dot += g1[j][e] * y1[j][e] + g2[j][e] * y2[j][e];
   }
-  dot = warp_sum(dot) / D;
+  dot = half_warp_sum(dot) / D;
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 2 * lane + 64 * j;
+    const int f = 4 * li + 4 * ROPE_LANES * j;
     if (f >= half) break;
-    const float2 c = *reinterpret_cast<const float2*>(cs + f), s = *reinterpret_cast<const float2*>(sn + f);
-    const float a0 = rs * (g1[j].x - y1[j].x * dot), a1 = rs * (g1[j].y - y1[j].y * dot);
-    const float b0 = rs * (g2[j].x - y2[j].x * dot), b1 = rs * (g2[j].y - y2[j].y * dot);
-    store2(din + w * D + f, a0 * c.x - b0 * s.x, a1 * c.y - b1 * s.y);
-    store2(din + w * D + f + half, a0 * s.x + b0 * c.x, a1 * s.y + b1 * c.y);
+    float c[4], s[4], d1[4], d2[4];
+    load4(c, cs + f);
+    load4(s, sn + f);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const float a = rs * (g1[j][e] - y1[j][e] * dot), b = rs * (g2[j][e] - y2[j][e] * dot);
+      d1[e] = a * c[e] - b * s[e], d2[e] = a * s[e] + b * c[e];
+    }
+    store4(din + w * D + f, d1);
+    store4(din + w * D + f + half, d2);
   }
 }
 
@@ -347,15 +375,13 @@ __device__ __forceinline__ float fast_tanh(float x) {
 template <typename T>
 __device__ __forceinline__ float softcap_tanh(float x) { return std::is_same_v<T, float> ? tanhf(x) : fast_tanh(x); }
 
-// Block-wide max or sum over CE_THREADS; every thread gets the result.
-template <bool IS_MAX>
-__device__ __forceinline__ float ce_block_reduce(float v, float* red) {
-  v = IS_MAX ? warp_max(v) : warp_sum(v);
+// Block-wide sum over CE_THREADS; every thread gets the result.
+__device__ __forceinline__ float ce_block_sum(float v, float* red) {
+  v = warp_sum(v);
   if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
   __syncthreads();
-  float r = IS_MAX ? -INFINITY : 0.f;
-  for (int w = 0; w < CE_THREADS / 32; w++) r = IS_MAX ? fmaxf(r, red[w]) : r + red[w];
-  __syncthreads();  // red is reused by the next reduction
+  float r = 0.f;
+  for (int w = 0; w < CE_THREADS / 32; w++) r += red[w];
   return r;
 }
 
@@ -368,17 +394,16 @@ __global__ void __launch_bounds__(CE_THREADS) softcap_ce_kernel(T* dlogits, floa
   const bool mine = i0 < V;  // V % 16 == 0 (checked by the launcher)
   const float inv_cap = 1.f / cap;
   float z[CE_PER], e[CE_PER];
-  float mx = -INFINITY;
   if (mine) {
     load8(z, logits + r * V + i0);
     load8(z + 8, logits + r * V + i0 + 8);
 #pragma unroll
-    for (int k = 0; k < CE_PER; k++) {
-      z[k] = cap * softcap_tanh<T>(z[k] * inv_cap);
-      mx = fmaxf(mx, z[k]);
-    }
+    for (int k = 0; k < CE_PER; k++) z[k] = cap * softcap_tanh<T>(z[k] * inv_cap);
   }
-  mx = ce_block_reduce<true>(mx, red);
+  // The soft-capped logits lie in [-cap, cap], so cap stands in for the row's maximum:
+  // exp(z - cap) neither overflows nor underflows (>= e^(-2 cap)), and the sum is the only
+  // block reduction.
+  const float mx = cap;
   float se = 0.f;
   if (mine) {
 #pragma unroll
@@ -387,7 +412,7 @@ __global__ void __launch_bounds__(CE_THREADS) softcap_ce_kernel(T* dlogits, floa
       se += e[k];
     }
   }
-  se = ce_block_reduce<false>(se, red);
+  se = ce_block_sum(se, red);
   const int tgt = targets[r];
   const bool has_target = mine && tgt >= i0 && tgt < i0 + CE_PER;
   if (has_target) {
@@ -460,6 +485,7 @@ void embedding_backward(float* dtable, const T* dout, TokenIndex idx, int C, flo
 
 template <typename T>
 void rmsnorm_forward(T* y, float* rstd, const T* x, int N, int C, float eps, cudaStream_t st) {
+  require_multiple(C, 8, "rmsnorm_forward");
   rmsnorm_forward_kernel<<<warp_grid(N), BLOCK, 0, st>>>(y, rstd, x, N, C, eps);
   cudaLaunchCheck();
 }
@@ -496,8 +522,8 @@ template <typename T>
 void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin, int rows, int T_,
                          int heads, int D, float eps, cudaStream_t st) {
   require_rope_head_dim(D);
-  rope_qknorm_forward_kernel<<<warp_grid(long(rows) * heads), BLOCK, 0, st>>>(out, rstd, in, cos_sin,
-                                                                            rows, T_, heads, D, eps);
+  rope_qknorm_forward_kernel<<<ceil_div(long(rows) * heads * ROPE_LANES, BLOCK), BLOCK, 0, st>>>(
+      out, rstd, in, cos_sin, rows, T_, heads, D, eps);
   cudaLaunchCheck();
 }
 
@@ -505,7 +531,7 @@ template <typename T>
 void rope_qknorm_backward(T* din, const T* dout, const T* out, const float* rstd,
                           const float* cos_sin, int rows, int T_, int heads, int D, cudaStream_t st) {
   require_rope_head_dim(D);
-  rope_qknorm_backward_kernel<<<warp_grid(long(rows) * heads), BLOCK, 0, st>>>(
+  rope_qknorm_backward_kernel<<<ceil_div(long(rows) * heads * ROPE_LANES, BLOCK), BLOCK, 0, st>>>(
       din, dout, out, rstd, cos_sin, rows, T_, heads, D);
   cudaLaunchCheck();
 }

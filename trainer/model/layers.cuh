@@ -56,7 +56,7 @@ void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* p
                            const float* lam_0, long n, cudaStream_t st);
 
 /// Per (row, head): out = rmsnorm(rope(in)) over D; rows are B*T tokens, position = row % T.
-/// cos_sin: (T, D/2) cos then (T, D/2) sin. rstd: (rows * heads,).
+/// cos_sin: (T, D/2) cos then (T, D/2) sin. rstd: (rows * heads,). D: a multiple of 8, at most 256.
 template <typename T>
 void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin, int rows, int seq_len,
                          int heads, int D, float eps, cudaStream_t st);

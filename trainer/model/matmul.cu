@@ -1,5 +1,7 @@
 // cuBLAS GEMM calls in row-major terms (see matmul.cuh). Row-major C = A·B is
-// column-major Cᵀ = Bᵀ·Aᵀ, so the operands are passed swapped.
+// column-major Cᵀ = Bᵀ·Aᵀ, so the operands are passed swapped. matmul_add goes
+// through cuBLASLt, whose D may differ from C; its descriptors and algorithm are
+// chosen once per shape and kept in the Blas.
 #include "model/matmul.cuh"
 
 namespace {
@@ -9,7 +11,14 @@ template <> constexpr cudaDataType_t cuda_type<bf16>() { return CUDA_R_16BF; }
 constexpr size_t WORKSPACE_BYTES = 32u << 20;
 }  // namespace
 
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, cd = nullptr;  // cuBLAS's column-major operands
+  cublasLtMatmulAlgo_t algo{};
+};
+
 Blas::Blas(cudaStream_t s) : stream(s) {
+  cublasCheck(cublasLtCreate(&lt));
   cublasCheck(cublasCreate(&handle));
   cublasCheck(cublasSetStream(handle, s));
   cudaCheck(cudaMalloc(&workspace, WORKSPACE_BYTES));
@@ -19,6 +28,14 @@ Blas::Blas(cudaStream_t s) : stream(s) {
 }
 
 Blas::~Blas() {
+  for (auto& [shape, plan] : lt_plans) {
+    cublasLtMatrixLayoutDestroy(plan->a);
+    cublasLtMatrixLayoutDestroy(plan->b);
+    cublasLtMatrixLayoutDestroy(plan->cd);
+    cublasLtMatmulDescDestroy(plan->op);
+    delete plan;
+  }
+  cublasLtDestroy(lt);
   cublasDestroy(handle);
   cudaFree(workspace);
 }
@@ -33,6 +50,46 @@ void matmul(const Blas& blas, TOut* C, int ldc, const TIn* A, int lda, bool tran
                            cuda_type<TOut>(), ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+template <typename T>
+void matmul_add(const Blas& blas, T* D, const T* R, int ldd, const T* A, int lda, bool trans_a,
+                const T* B, int ldb, bool trans_b, int m, int n, int k) {
+  // column-major: Dᵀ (n, m) = op(Bᵀ) (n, k) · op(Aᵀ) (k, m) + Rᵀ
+  const std::array<int, 8> key{m, n, k, lda, ldb, ldd, int(trans_a) * 2 + int(trans_b), int(sizeof(T))};
+  LtPlan*& plan = blas.lt_plans[key];
+  if (!plan) {
+    plan = new LtPlan;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasCheck(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+    const cudaDataType_t t = cuda_type<T>();
+    cublasCheck(cublasLtMatrixLayoutCreate(&plan->a, t, trans_b ? k : n, trans_b ? n : k, ldb));
+    cublasCheck(cublasLtMatrixLayoutCreate(&plan->b, t, trans_a ? m : k, trans_a ? k : m, lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&plan->cd, t, n, m, ldd));
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasCheck(cublasLtMatmulAlgoGetHeuristic(blas.lt, plan->op, plan->a, plan->b, plan->cd, plan->cd, pref, 1,
+                                               &result, &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found == 0) {
+      std::fprintf(stderr, "FAIL: cuBLASLt has no algorithm for matmul_add (%d x %d x %d)\n", m, n, k);
+      std::exit(1);
+    }
+    plan->algo = result.algo;
+  }
+  const float alpha = 1.0f, beta = 1.0f;
+  cublasCheck(cublasLtMatmul(blas.lt, plan->op, &alpha, B, plan->a, A, plan->b, &beta, R, plan->cd, D, plan->cd,
+                             &plan->algo, blas.workspace, WORKSPACE_BYTES, blas.stream));
+}
+
+template void matmul_add<float>(const Blas&, float*, const float*, int, const float*, int, bool,
+                                const float*, int, bool, int, int, int);
+template void matmul_add<bf16>(const Blas&, bf16*, const bf16*, int, const bf16*, int, bool,
+                               const bf16*, int, bool, int, int, int);
 template void matmul<float, float>(const Blas&, float*, int, const float*, int, bool, const float*,
                                    int, bool, int, int, int, float);
 template void matmul<bf16, bf16>(const Blas&, bf16*, int, const bf16*, int, bool, const bf16*, int,

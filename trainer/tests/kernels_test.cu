@@ -1,8 +1,8 @@
 // Kernel tests against CPU double-precision references on random inputs:
 // attention (fp32 reference kernels and bf16 flash kernels, forward and
 // backward, windows that cut through tiles), RMSNorm, rotary + QK-norm, the
-// soft-capped cross-entropy and the segmented embedding gradient (a token
-// frequent enough to span many segments). Needs a GPU: exits 77 (skipped)
+// soft-capped cross-entropy, the segmented embedding gradient (a token
+// frequent enough to span many segments) and the residual product matmul_add. Needs a GPU: exits 77 (skipped)
 // without one. Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels
 // 2e-2 / 3e-2; the bf16 cross-entropy losses 1e-3 (hardware tanh).
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "model/attention.cuh"
 #include "model/batch_stager.cuh"
 #include "model/layers.cuh"
+#include "model/matmul.cuh"
 #include "model/params.cuh"
 
 namespace {
@@ -122,7 +123,7 @@ void test_attention(AttnShape s, double tol_fwd, double tol_bwd) {
   auto q = randn(nq, 1.5f), k = randn(nk, 1.5f), v = randn(nk), dout = randn(nq);
   AttnRef ref = cpu_attention(q, k, v, dout, s);
   Dev<T> dq_(q), dk_(k), dv_(v), ddo(dout), o(nq), gq(nq), gk(nk), gv(nk);
-  Dev<float> lse(long(s.B) * s.H * s.T), scratch(long(s.B) * s.H * s.T);
+  Dev<float> lse(long(s.B) * s.H * s.T), scratch(long(attention_scratch_bytes<T>(s) / 4 + 1));
   attention_forward<T>(o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
   attention_backward<T>(gq.p, gk.p, gv.p, scratch.p, ddo.p, o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
   cudaCheck(cudaDeviceSynchronize());
@@ -165,7 +166,7 @@ void test_rmsnorm(double tol) {
 
 template <typename T>
 void test_rope_qknorm(double tol) {
-  const int Tn = 64, heads = 3, D = 128, rows = 2 * Tn, half = D / 2;
+  const int Tn = 64, heads = 3, D = 128, rows = 2 * Tn - 1, half = D / 2;  // an odd count of (row, head)
   auto x = randn(long(rows) * heads * D, 2.f), dout = randn(long(rows) * heads * D);
   std::vector<float> cs(size_t(Tn) * D);
   for (int t = 0; t < Tn; t++)
@@ -262,6 +263,30 @@ void test_embedding_backward() {
                d_table.get(), ref, 1e-5);
 }
 
+// matmul_add (cuBLASLt, D distinct from the residual R): D = R + op(A) · op(B), for each
+// transpose combination, against a double-precision product; R itself must stay unchanged.
+template <typename T>
+void test_matmul_add(double tol) {
+  const int m = 96, n = 80, k = 64;
+  Blas blas(nullptr);
+  for (int trans = 0; trans < 4; trans++) {
+    const bool ta = trans & 1, tb = trans & 2;
+    auto a = randn(long(m) * k), b = randn(long(k) * n), r = randn(long(m) * n);
+    std::vector<double> ref(r.begin(), r.end());
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < n; j++)
+        for (int l = 0; l < k; l++)
+          ref[long(i) * n + j] += double(ta ? a[long(l) * m + i] : a[long(i) * k + l]) *
+                                  (tb ? b[long(j) * k + l] : b[long(l) * n + j]);
+    Dev<T> da(a), db(b), dr(r), dd(long(m) * n);
+    matmul_add<T>(blas, dd.p, dr.p, n, da.p, ta ? m : k, ta, db.p, tb ? k : n, tb, m, n, k);
+    const std::string what = std::string("matmul_add ") + (sizeof(T) == 4 ? "fp32" : "bf16") +
+                             (ta ? " Aᵀ" : " A") + (tb ? " Bᵀ" : " B");
+    expect_close(what.c_str(), dd.get(), ref, tol);
+    expect_close((what + " (R unchanged)").c_str(), dr.get(), std::vector<double>(r.begin(), r.end()), 0.0);
+  }
+}
+
 // --bench: times the flash kernels at the training shape (one micro-batch of 128 x 2048,
 // 4 heads of 128), for a short and a long window; median of 5 after 2 warm-ups.
 void bench_attention() {
@@ -270,7 +295,7 @@ void bench_attention() {
     const long n = long(s.B) * s.T * s.H * s.D, nl = long(s.B) * s.H * s.T;
     auto init = randn(n);
     Dev<bf16> q(init), k(init), v(init), dout(init), o(n), dq(n), dk(n), dv(n);
-    Dev<float> lse(nl), scratch(nl);
+    Dev<float> lse(nl), scratch(long(attention_scratch_bytes<bf16>(s) / 4 + 1));
     cudaEvent_t e0, e1;
     cudaCheck(cudaEventCreate(&e0));
     cudaCheck(cudaEventCreate(&e1));
@@ -315,7 +340,7 @@ int main(int argc, char** argv) {
   }
   // windows that cut through 64-wide tiles, full causal, grouped-query heads
   for (AttnShape s : {AttnShape{1, 192, 2, 1, 128, 70}, AttnShape{2, 128, 2, 2, 128, 128},
-                      AttnShape{1, 256, 4, 2, 128, 64}}) {
+                      AttnShape{1, 256, 4, 2, 128, 64}, AttnShape{1, 640, 4, 2, 128, 200}}) {
     test_attention<float>(s, 1e-4, 1e-4);
     test_attention<bf16>(s, 2e-2, 3e-2);
   }
@@ -327,6 +352,8 @@ int main(int argc, char** argv) {
   test_cross_entropy<bf16>(1e-2);
   test_embedding_backward<float>();
   test_embedding_backward<bf16>();
+  test_matmul_add<float>(1e-5);
+  test_matmul_add<bf16>(1e-2);
   std::printf(failures ? "kernel tests: %d FAILED\n" : "kernel tests: all passed\n", failures);
   return failures ? 1 : 0;
 }
