@@ -157,7 +157,7 @@ case "$MODE" in
     section "$BIN/train --steps 874 ${EVAL_ARGS:-}"
     "$BIN/train" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
     head -3 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log" | cut -c1-150; tail -16 "$OUT/fixed.log"
-    TWIN_STEPS=10 twin_and_tokenizer
+    TWIN_STEPS=${TWIN_STEPS:-10} twin_and_tokenizer
     ;;
   budget)
     prepare_data
@@ -167,7 +167,7 @@ case "$MODE" in
     section "$BIN/train (default 300 s budget) ${EVAL_ARGS:-}"
     "$BIN/train" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
     head -3 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log" | cut -c1-150; tail -17 "$OUT/budget.log"
-    TWIN_STEPS=10 twin_and_tokenizer
+    TWIN_STEPS=${TWIN_STEPS:-10} twin_and_tokenizer
     ;;
   steps)
     prepare_data
@@ -187,7 +187,7 @@ case "$MODE" in
     sort "$OUT/smi.log" | uniq -c | sort -rn | head -6
     grep -E "model:|step 0000[0-2]|step 000(1[0-2]|2[7-9])" "$OUT/steps30.log" | cut -c1-150; tail -11 "$OUT/steps30.log"
     kernel_profile
-    TWIN_STEPS=10 twin_and_tokenizer
+    TWIN_STEPS=${TWIN_STEPS:-10} twin_and_tokenizer
     ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
 esac
