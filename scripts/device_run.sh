@@ -11,7 +11,7 @@
 #   scripts/device_run.sh survey   tests and --check, the attention benchmark, a 30-step run
 #                                  with the default evaluation (lines time-stamped: start-up and
 #                                  evaluation time), the per-kernel table of one step (ncu and
-#                                  scripts/kernel_table.py), and the PyTorch twin over 10 steps
+#                                  scripts/kernel_table.py), and the PyTorch twin over 20 steps (TWIN_STEPS)
 # Expects, carried in .device/ (git-ignored): bin/{train,kernels_test,optim_test} built here
 # for sm_90 (scripts/device_stage.sh), the static prepare, corpus/{train,val}.jsonl.xz.
 # Falls back to building the trainer there when the carried binaries do not start.
@@ -156,8 +156,8 @@ case "$MODE" in
     [ -n "${PROFILE:-}" ] && kernel_profile
     section "$BIN/train --steps 874 ${EVAL_ARGS:-}"
     "$BIN/train" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
-    head -3 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log" | cut -c1-150; tail -16 "$OUT/fixed.log"
-    TWIN_STEPS=${TWIN_STEPS:-10} twin_and_tokenizer
+    head -1 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log" | cut -c1-150; tail -16 "$OUT/fixed.log"
+    twin_and_tokenizer
     ;;
   budget)
     prepare_data
@@ -166,8 +166,8 @@ case "$MODE" in
     [ -n "${PROFILE:-}" ] && kernel_profile
     section "$BIN/train (default 300 s budget) ${EVAL_ARGS:-}"
     "$BIN/train" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
-    head -3 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log" | cut -c1-150; tail -17 "$OUT/budget.log"
-    TWIN_STEPS=${TWIN_STEPS:-10} twin_and_tokenizer
+    head -1 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log" | cut -c1-150; tail -17 "$OUT/budget.log"
+    twin_and_tokenizer
     ;;
   steps)
     prepare_data
@@ -187,7 +187,7 @@ case "$MODE" in
     sort "$OUT/smi.log" | uniq -c | sort -rn | head -6
     grep -E "model:|step 0000[0-2]|step 000(1[0-2]|2[7-9])" "$OUT/steps30.log" | cut -c1-150; tail -11 "$OUT/steps30.log"
     kernel_profile
-    TWIN_STEPS=${TWIN_STEPS:-10} twin_and_tokenizer
+    twin_and_tokenizer
     ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
 esac
