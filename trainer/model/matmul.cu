@@ -4,6 +4,9 @@
 // chosen once per shape and kept in the Blas.
 #include "model/matmul.cuh"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace {
 template <typename T> constexpr cudaDataType_t cuda_type();
 template <> constexpr cudaDataType_t cuda_type<float>() { return CUDA_R_32F; }
@@ -54,7 +57,15 @@ template <typename T>
 void matmul_add(const Blas& blas, T* D, const T* R, int ldd, const T* A, int lda, bool trans_a,
                 const T* B, int ldb, bool trans_b, int m, int n, int k) {
   // column-major: Dᵀ (n, m) = op(Bᵀ) (n, k) · op(Aᵀ) (k, m) + Rᵀ
-  const std::array<int, 8> key{m, n, k, lda, ldb, ldd, int(trans_a) * 2 + int(trans_b), int(sizeof(T))};
+  // The heuristic assumes 256-byte aligned operands unless told otherwise, and may pick an
+  // algorithm that then refuses a pointer aligned less (a parameter tensor starts at a
+  // multiple of 64 elements only): the plan is chosen for the alignments at hand.
+  auto alignment = [](const void* p) {
+    return int(std::min<uintptr_t>(256, reinterpret_cast<uintptr_t>(p) & -reinterpret_cast<uintptr_t>(p)));
+  };
+  const int align_a = alignment(A), align_b = alignment(B), align_cd = std::min(alignment(R), alignment(D));
+  const std::array<int, 11> key{m, n, k, lda, ldb, ldd, int(trans_a) * 2 + int(trans_b), int(sizeof(T)),
+                                align_a, align_b, align_cd};
   LtPlan*& plan = blas.lt_plans[key];
   if (!plan) {
     plan = new LtPlan;
@@ -70,13 +81,21 @@ void matmul_add(const Blas& blas, T* D, const T* R, int ldd, const T* A, int lda
     cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = WORKSPACE_BYTES;
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    // cuBLAS's operand A is our B, its B our A (see above)
+    const uint32_t lt_align[4] = {uint32_t(align_b), uint32_t(align_a), uint32_t(align_cd), uint32_t(align_cd)};
+    const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++)
+      cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &lt_align[i], sizeof(uint32_t)));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     cublasCheck(cublasLtMatmulAlgoGetHeuristic(blas.lt, plan->op, plan->a, plan->b, plan->cd, plan->cd, pref, 1,
                                                &result, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0) {
-      std::fprintf(stderr, "FAIL: cuBLASLt has no algorithm for matmul_add (%d x %d x %d)\n", m, n, k);
+      std::fprintf(stderr, "FAIL: cuBLASLt has no algorithm for matmul_add (%d x %d x %d, operands aligned to %d/%d/%d bytes)\n",
+                   m, n, k, align_a, align_b, align_cd);
       std::exit(1);
     }
     plan->algo = result.algo;

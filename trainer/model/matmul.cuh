@@ -19,7 +19,7 @@ struct Blas {
   cublasLtHandle_t lt = nullptr;
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
-  mutable std::map<std::array<int, 8>, LtPlan*> lt_plans;  // by matmul_add's shape arguments
+  mutable std::map<std::array<int, 11>, LtPlan*> lt_plans;  // by matmul_add's shapes and alignments
   explicit Blas(cudaStream_t s);
   ~Blas();
   Blas(const Blas&) = delete;

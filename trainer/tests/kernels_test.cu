@@ -265,12 +265,15 @@ void test_embedding_backward() {
 
 // matmul_add (cuBLASLt, D distinct from the residual R): D = R + op(A) · op(B), for each
 // transpose combination, against a double-precision product; R itself must stay unchanged.
+// Then once more with every operand 16 bytes past a 256-byte boundary (parameter tensors are
+// aligned to 64 elements only).
 template <typename T>
 void test_matmul_add(double tol) {
   const int m = 96, n = 80, k = 64;
   Blas blas(nullptr);
-  for (int trans = 0; trans < 4; trans++) {
-    const bool ta = trans & 1, tb = trans & 2;
+  for (int trans = 0; trans < 5; trans++) {
+    const bool ta = trans & 1, tb = (trans & 2) || trans == 4, offset = trans == 4;  // 4: as linear_forward_add
+    const long off = offset ? 16 / long(sizeof(T)) : 0;  // elements
     auto a = randn(long(m) * k), b = randn(long(k) * n), r = randn(long(m) * n);
     std::vector<double> ref(r.begin(), r.end());
     for (int i = 0; i < m; i++)
@@ -278,12 +281,21 @@ void test_matmul_add(double tol) {
         for (int l = 0; l < k; l++)
           ref[long(i) * n + j] += double(ta ? a[long(l) * m + i] : a[long(i) * k + l]) *
                                   (tb ? b[long(j) * k + l] : b[long(l) * n + j]);
-    Dev<T> da(a), db(b), dr(r), dd(long(m) * n);
-    matmul_add<T>(blas, dd.p, dr.p, n, da.p, ta ? m : k, ta, db.p, tb ? k : n, tb, m, n, k);
+    auto shifted = [&](const std::vector<float>& h) {  // off leading elements, then h
+      std::vector<float> v(off, 0.f);
+      v.insert(v.end(), h.begin(), h.end());
+      return v;
+    };
+    Dev<T> da(shifted(a)), db(shifted(b)), dr(shifted(r)), dd(off + long(m) * n);
+    matmul_add<T>(blas, dd.p + off, dr.p + off, n, da.p + off, ta ? m : k, ta, db.p + off, tb ? k : n, tb, m, n, k);
     const std::string what = std::string("matmul_add ") + (sizeof(T) == 4 ? "fp32" : "bf16") +
-                             (ta ? " Aᵀ" : " A") + (tb ? " Bᵀ" : " B");
-    expect_close(what.c_str(), dd.get(), ref, tol);
-    expect_close((what + " (R unchanged)").c_str(), dr.get(), std::vector<double>(r.begin(), r.end()), 0.0);
+                             (ta ? " Aᵀ" : " A") + (tb ? " Bᵀ" : " B") + (offset ? " (16-byte aligned)" : "");
+    auto tail = [&](const Dev<T>& d) {
+      auto h = d.get();
+      return std::vector<float>(h.begin() + off, h.end());
+    };
+    expect_close(what.c_str(), tail(dd), ref, tol);
+    expect_close((what + " (R unchanged)").c_str(), tail(dr), std::vector<double>(r.begin(), r.end()), 0.0);
   }
 }
 
