@@ -29,23 +29,26 @@ section "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 if ! "$BIN/train" --help >/dev/null 2>&1; then
   section "carried train does not start here; building"
-  cmake -S trainer -B /tmp/bt -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTRAINER_TESTS=ON >/dev/null &&
+  cmake -S trainer -B /tmp/bt -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DTRAINER_TESTS=ON >/dev/null &&
     cmake --build /tmp/bt -j16 --target train kernels_test || exit 1
   BIN=/tmp/bt
 fi
 
 # The first of .device/bin, .device/bin2, .device/bin1 whose kernel tests and --check pass
 # (bin: the newest build; bin1: the last one validated on the device).
+# BIN_DIRS narrows the list (BIN_DIRS=.device/bin: the new build or nothing).
 choose_binaries() {
-  for dir in .device/bin .device/bin2 .device/bin1; do
+  local chosen=""
+  for dir in ${BIN_DIRS:-.device/bin .device/bin2 .device/bin1}; do
     [ -x "$dir/train" ] || continue
     section "kernel tests and --check of $dir"
-    if "$dir/kernels_test" > "$OUT/kernels_test.log" 2>&1 && "$dir/train" --check > "$OUT/check.log" 2>&1; then
-      echo "pass: using $dir"; BIN=$dir; grep -E "attention bf16 d|matmul_add bf16" "$OUT/kernels_test.log" | head -12; break
+    if timeout 120 "$dir/kernels_test" > "$OUT/kernels_test.log" 2>&1 && timeout 120 "$dir/train" --check > "$OUT/check.log" 2>&1; then
+      echo "pass: using $dir"; BIN=$dir; chosen=$dir; grep -E "attention bf16 d|matmul_add bf16" "$OUT/kernels_test.log" | head -12; break
     fi
-    grep -E "FAILED|WRONG|FAIL" "$OUT/kernels_test.log" "$OUT/check.log" | head -10
+    grep -E "FAILED|WRONG|FAIL" "$OUT/kernels_test.log" "$OUT/check.log" | head -16
   done
-  "$BIN/kernels_test" --bench 2>&1 | tail -2
+  [ -n "$chosen" ] || { section "no binaries pass their tests"; exit 1; }
+  timeout 120 "$BIN/kernels_test" --bench 2>&1 | tail -2
 }
 
 # The tokenizer check, then a 20-step --dump-init run replayed by the PyTorch twin, in

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build-trainer}
 PREP=${2:-build-trainer-prepare}
 export PATH=/usr/local/cuda/bin:$PATH
-cmake -S trainer -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTRAINER_TESTS=ON >/dev/null
+cmake -S trainer -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DTRAINER_TESTS=ON >/dev/null
 cmake --build "$BUILD" -j2 --target train kernels_test
 [ -f trainer/tests/optim_test.cu ] && { cmake --build "$BUILD" -j2 --target optim_test || echo "optim_test does not build: not staged"; }
 cmake -S trainer -B "$PREP" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHARNESS_STATIC_PREPARE=ON >/dev/null

@@ -1,14 +1,12 @@
 // Sliding-window causal attention (see attention.cuh).
 //
-// Flash kernels (bf16, D = 128): a block of 8 warps owns a tile of 128 rows
-// (4 warps and 64 rows when seq_len % 128 != 0), each warp 16 of them; tiles of
-// the other operand stream through shared memory 64 rows at a time, double-
-// buffered: cp.async fetches tile n + 1 while tile n is computed. A warp skips
-// a streamed tile where none of its 16 rows sees any of the tile's 64 rows.
-// Fragments follow mma.m16n8k16's layout: lane = 4 * g + t; an accumulator
-// holds rows g and g+8, columns 2t and 2t+1 of an 8-wide tile, which is also
-// the layout of an A operand, so probabilities feed the next product straight
-// from registers.
+// Flash kernels (bf16, D = 128) on Hopper's warpgroup products (model/wgmma.cuh):
+// a block is one warpgroup of 4 warps and owns a tile of 64 rows, warp w rows
+// 16 w .. 16 w + 15; tiles of the other operand stream through shared memory 64
+// rows at a time in the sw128 layout, double-buffered: cp.async fetches tile n + 1
+// while tile n is computed. Only tiles with some visible pair are visited (with
+// 64-row tiles on both sides, that is exactly the band of DsBand below).
+// Probabilities and dS leave the accumulators as A operands in registers.
 //   forward:   per query tile (latest first: they see the most keys), online
 //              softmax over key tiles, writes o and lse.
 //   backward:  dk/dv per key tile (loops over the query heads of its group),
@@ -20,22 +18,15 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "model/wgmma.cuh"
+
 namespace {
 
-constexpr int HD = 128;        // head_dim of the flash kernels
-constexpr int TILE = 64;       // rows per streamed tile
-constexpr int LDS = HD + 8;    // padded shared-memory row (bf16): conflict-free fragments
-constexpr int TILE_ELEMS = TILE * LDS;
-constexpr int LDD = TILE + 8;  // padded shared-memory row of a dS tile (bf16)
+constexpr int HD = 128;                  // head_dim of the flash kernels
+constexpr int TILE = 64;                 // rows per tile, both sides
+constexpr int TILE_ELEMS = TILE * HD;    // bf16 of a (TILE, HD) tile: 16 KB
+constexpr int THREADS = 128;             // one warpgroup a block
 constexpr float LOG2E = 1.4426950408889634f;
-
-__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ uint32_t pack2(bf16 lo, bf16 hi) {
   return uint32_t(__bfloat16_as_ushort(lo)) | (uint32_t(__bfloat16_as_ushort(hi)) << 16);
@@ -44,31 +35,6 @@ __device__ __forceinline__ uint32_t pack2f(float lo, float hi) {
   return pack2(__float2bfloat16(lo), __float2bfloat16(hi));
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-
-// A fragment (16 x 16) of a row-major tile s[row][col] of row stride LD, rows r0.., cols c0..:
-// ldmatrix.x4, lanes 0..15 address rows r0..r0+15 at c0, lanes 16..31 the same rows at c0 + 8.
-template <int LD = LDS>
-__device__ __forceinline__ void load_a(uint32_t* a, const bf16* s, int r0, int c0, int lane) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(smem_addr(s + (r0 + (lane & 15)) * LD + c0 + (lane >> 4) * 8)));
-}
-// B fragments (k 16 x n 8) of the two n tiles n0 and n0 + 8, from a tile stored s[n][k] (e.g. K
-// for Q·Kᵀ): ldmatrix.x4, lanes 0..7 address rows n0..n0+7 at k0, lanes 8..15 the same rows at
-// k0 + 8, lanes 16..31 likewise rows n0+8..n0+15. b[0], b[1]: n tile n0; b[2], b[3]: n0 + 8.
-__device__ __forceinline__ void load_b_nk(uint32_t* b, const bf16* s, int n0, int k0, int lane) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-               : "r"(smem_addr(s + (n0 + (lane & 7) + (lane >> 4) * 8) * LDS + k0 + ((lane >> 3) & 1) * 8)));
-}
-// The same from a tile stored s[k][n] (e.g. V for P·V): a transposing ldmatrix.x4, lanes 0..15
-// address rows k0..k0+15 at n0, lanes 16..31 the same rows at n0 + 8.
-__device__ __forceinline__ void load_b_kn(uint32_t* b, const bf16* s, int k0, int n0, int lane) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-               : "r"(smem_addr(s + (k0 + (lane & 15)) * LDS + n0 + (lane >> 4) * 8)));
-}
 // The transpose of an 8 x 8 bf16 matrix held one pair a lane (row lane / 4, columns
 // 2 (lane % 4) and the next), returned in the same layout.
 __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
@@ -86,7 +52,8 @@ __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const flo
 }
 
 // Asynchronous global -> shared copies (cp.async): a thread's copies of a group it committed
-// have landed once cp_async_wait() returns; a barrier then shows them to the block.
+// have landed once cp_async_wait() returns; fence_proxy_async() and a barrier then show them
+// to the products of the whole block.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
 }
@@ -97,25 +64,37 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 // Waits until at most PENDING of this thread's committed groups are still in flight.
 template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
+// Makes the tiles of this thread's finished copies readable by the whole block's products.
+__device__ __forceinline__ void tiles_ready() {
+  cp_async_wait<0>();
+  fence_proxy_async();
+  __syncthreads();
+}
 
-// Starts copying ROWS rows of 128 bf16 from global (row r at src + r * stride) to s, 16 bytes
-// per cp.async: THREADS / ROWS threads share a row, each instruction of theirs covering
-// adjacent chunks (whole 32-byte sectors), at offsets that are immediates.
-template <int ROWS, int THREADS>
+// Starts copying a (TILE, COLS) bf16 tile from global (row r at src + r * stride) into the sw128
+// tile s: 16 bytes per cp.async, consecutive threads on consecutive chunks of a row.
+template <int COLS>
 __device__ __forceinline__ void load_tile_async(bf16* s, const bf16* src, long stride) {
-  constexpr int PER_ROW = THREADS / ROWS, CHUNKS = HD / 8 / PER_ROW;  // threads per row, copies per thread
-  static_assert(THREADS % ROWS == 0 && HD / 8 % PER_ROW == 0, "tile copy must split evenly over the block");
-  const int r = threadIdx.x / PER_ROW, c = threadIdx.x % PER_ROW * 8;
-  bf16* dst = s + r * LDS + c;
-  const bf16* from = src + r * stride + c;
+  constexpr int PER_ROW = COLS / 8;
+  static_assert(TILE * PER_ROW % THREADS == 0, "tile copy must split evenly over the block");
 #pragma unroll
-  for (int n = 0; n < CHUNKS; n++) cp_async16(dst + n * PER_ROW * 8, from + n * PER_ROW * 8);
+  for (int n = 0; n < TILE * PER_ROW / THREADS; n++) {
+    const int i = threadIdx.x + n * THREADS, r = i / PER_ROW, c = i % PER_ROW;
+    cp_async16(reinterpret_cast<char*>(s) + sw128_offset<TILE>(r, c), src + r * stride + c * 8);
+  }
+}
+
+// Dynamic shared memory rounded up to the 1024-byte alignment of sw128 tiles (launches ask
+// for SMEM_SLACK bytes more than they use).
+constexpr int SMEM_SLACK = 1024;
+__device__ __forceinline__ bf16* aligned_smem(unsigned char* raw) {
+  return reinterpret_cast<bf16*>(raw + ((SMEM_SLACK - (smem_addr(raw) & (SMEM_SLACK - 1))) & (SMEM_SLACK - 1)));
 }
 
 // The dS band of one backward call: for each (batch, head, query tile qt of 64) the 64 x 64
 // tiles [query][key] of the key tiles kt that some query of qt sees, kt_min(qt) .. qt, in
-// `slots` slots (slot kt - qt + slots - 1). Written by the dk/dv kernel (zeros where no pair
-// of a warp's part is visible), read by the dq kernel.
+// `slots` slots (slot kt - qt + slots - 1). Written whole by the dk/dv kernel (zeros at
+// invisible pairs), read by the dq kernel.
 struct DsBand {
   int n_qt, slots, window;
   __host__ __device__ static DsBand of(const AttnShape& s) {
@@ -123,26 +102,14 @@ struct DsBand {
     return {n_qt, min(n_qt, (s.window + TILE - 1) / TILE + 1), s.window};
   }
   __host__ __device__ int kt_min(int qt) const { return max(0, qt * TILE - window) / TILE; }
-  __host__ __device__ bool has(int qt, int kt) const { return kt <= qt && kt >= kt_min(qt); }
   __host__ __device__ long offset(int b, int h, int H, int qt, int kt) const {
     return ((((long(b) * H + h) * n_qt + qt) * slots) + kt - qt + slots - 1) * TILE * TILE;
   }
   __host__ __device__ long elements(int B, int H) const { return long(B) * H * n_qt * slots * TILE * TILE; }
 };
 
-// Starts copying one 64 x 64 dS tile (contiguous rows of 64) to s (row stride LDD).
-template <int THREADS>
-__device__ __forceinline__ void load_ds_tile_async(bf16* s, const bf16* src) {
-#pragma unroll
-  for (int c = threadIdx.x; c < TILE * TILE / 8; c += THREADS)
-    cp_async16(s + (c / 8) * LDD + c % 8 * 8, src + (c / 8) * TILE + c % 8 * 8);
-}
-
-// Some / every (query, key) pair of queries q0 .. q0 + nq - 1 and keys k0 .. k0 + nk - 1 is
-// visible (i - j spans [q0 - k0 - nk + 1, q0 + nq - 1 - k0]; visible means 0 <= i - j <= window).
-__device__ __forceinline__ bool some_visible(int q0, int nq, int k0, int nk, int window) {
-  return k0 <= q0 + nq - 1 && q0 - (k0 + nk - 1) <= window;
-}
+// Every (query, key) pair of queries q0 .. q0 + nq - 1 and keys k0 .. k0 + nk - 1 is visible
+// (i - j spans [q0 - k0 - nk + 1, q0 + nq - 1 - k0]; visible means 0 <= i - j <= window).
 __device__ __forceinline__ bool all_visible(int q0, int nq, int k0, int nk, int window) {
   return k0 + nk - 1 <= q0 && q0 + nq - 1 - k0 <= window;
 }
@@ -161,57 +128,47 @@ __device__ __forceinline__ void mask_scores(float (&sc)[TILE / 8][4], const int*
     }
 }
 
-// grid (T / (16 * WARPS), B * H); block 32 * WARPS. Shared memory: the query tile (16 * WARPS,
-// LDS), then 2 stages of {K, V} tiles (TILE, LDS).
-template <int WARPS>
-__global__ void __launch_bounds__(WARPS * 32, 2) flash_forward_kernel(
+// grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile, then 2 stages of {K, V}
+// tiles, all sw128 (TILE, HD).
+__global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
     bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s, float scale) {
-  constexpr int BM = 16 * WARPS, THREADS = 32 * WARPS;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sQ = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sKV = sQ + BM * LDS;  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
+  extern __shared__ unsigned char smem_raw[];
+  bf16* sQ = aligned_smem(smem_raw);
+  bf16* sKV = sQ + TILE_ELEMS;  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * BM;  // latest query tiles first: the most work
-  const int r0 = q0 + warp * 16;                      // this warp's rows r0 .. r0 + 15
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * TILE;  // latest query tiles first: the most work
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
   const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
   const bf16* vh = v + long(b) * s.T * kstride + hk * HD;
   auto load_kv = [&](int kt, int st) {  // key tile kt into stage st: one cp.async group
-    load_tile_async<TILE, THREADS>(sKV + 2 * st * TILE_ELEMS, kh + long(kt) * TILE * kstride, kstride);
-    load_tile_async<TILE, THREADS>(sKV + (2 * st + 1) * TILE_ELEMS, vh + long(kt) * TILE * kstride, kstride);
+    load_tile_async<HD>(sKV + 2 * st * TILE_ELEMS, kh + long(kt) * TILE * kstride, kstride);
+    load_tile_async<HD>(sKV + (2 * st + 1) * TILE_ELEMS, vh + long(kt) * TILE * kstride, kstride);
     cp_async_commit();
   };
-  // key tiles seen by some row: from row q0's window start to the last row's diagonal
-  const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = (q0 + BM - 1) / TILE;
-  load_tile_async<BM, THREADS>(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
+  // key tiles seen by some row: from row q0's window start to the diagonal
+  const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = q0 / TILE;
+  load_tile_async<HD>(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
   load_kv(kt_begin, 0);  // the same group as Q
 
   const float sl2 = scale * LOG2E;
   float acc_o[HD / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  const int row[2] = {r0 + g, r0 + g + 8};
+  const int row[2] = {q0 + 16 * warp + g, q0 + 16 * warp + g + 8};
   for (int kt = kt_begin; kt <= kt_end; kt++) {
     const int st = (kt - kt_begin) & 1, k0 = kt * TILE;
-    cp_async_wait<0>();
-    __syncthreads();  // tile kt is in stage st for all threads; nobody reads stage st ^ 1 any more
+    tiles_ready();  // tile kt is in stage st; nobody reads stage st ^ 1 any more
     if (kt < kt_end) load_kv(kt + 1, st ^ 1);
-    if (!some_visible(r0, 16, k0, TILE, s.window)) continue;  // warp-uniform
     const bf16* sK = sKV + 2 * st * TILE_ELEMS;
     const bf16* sV = sK + TILE_ELEMS;
-    float sc[TILE / 8][4] = {};
-    for (int kk = 0; kk < HD; kk += 16) {
-      uint32_t a[4];
-      load_a(a, sQ, warp * 16, kk, lane);
+    float sc[TILE / 8][4];  // S = Q · Kᵀ, (queries, keys)
+    wgmma_fence();
 #pragma unroll
-      for (int n = 0; n < TILE / 8; n += 2) {
-        uint32_t bk[4];
-        load_b_nk(bk, sK, n * 8, kk, lane);
-        mma16816(sc[n], a, bk[0], bk[1]);
-        mma16816(sc[n + 1], a, bk[2], bk[3]);
-      }
-    }
-    if (!all_visible(r0, 16, k0, TILE, s.window)) {  // a tile on the diagonal or the window edge
+    for (int kk = 0; kk < HD / 16; kk++) wgmma_m64n64k16_ss(sc, k_major_desc<TILE>(sQ, kk), k_major_desc<TILE>(sK, kk), kk);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_regs(sc);
+    if (!all_visible(q0, TILE, k0, TILE, s.window)) {  // a tile on the diagonal or the window edge
       const int dist[2] = {row[0] - k0 - 2 * t, row[1] - k0 - 2 * t};
       mask_scores<-1>(sc, dist, s.window);
     }
@@ -245,18 +202,15 @@ __global__ void __launch_bounds__(WARPS * 32, 2) flash_forward_kernel(
         l[r] += p0 + p1;
       }
     }
+    uint32_t pa[TILE / 16][4];  // P, bf16, as A fragments
 #pragma unroll
-    for (int kk = 0; kk < TILE / 16; kk++) {
-      uint32_t a[4];
-      acc_to_a(a, sc[2 * kk], sc[2 * kk + 1]);
+    for (int kk = 0; kk < TILE / 16; kk++) acc_to_a(pa[kk], sc[2 * kk], sc[2 * kk + 1]);
+    wgmma_fence();
 #pragma unroll
-      for (int n = 0; n < HD / 8; n += 2) {
-        uint32_t bv[4];
-        load_b_kn(bv, sV, kk * 16, n * 8, lane);
-        mma16816(acc_o[n], a, bv[0], bv[1]);
-        mma16816(acc_o[n + 1], a, bv[2], bv[3]);
-      }
-    }
+    for (int kk = 0; kk < TILE / 16; kk++) wgmma_m64n128k16_rs_mn(acc_o, pa[kk], mn_major_desc<TILE>(sV, kk), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_regs(acc_o);
   }
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -295,60 +249,44 @@ __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnS
   if (li == 0) delta[(long(b) * s.H + h) * s.T + i] = acc;
 }
 
-// grid (T / (16 * WARPS), B * H); block 32 * WARPS: dq = scale * dS · K for one query tile of
-// 16 * WARPS rows, dS read from the band the dk/dv kernel wrote (zero at invisible pairs, so no
-// masking here). Shared memory: 2 stages of {K tile (TILE, LDS), dS of the block's rows
-// against that key tile (16 * WARPS, LDD)}.
-template <int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) flash_backward_dq_kernel(
+// grid (T / TILE, B * H); block THREADS: dq = scale * dS · K for one query tile, dS read from the
+// band the dk/dv kernel wrote (zero at invisible pairs, so no masking here). Shared memory:
+// 2 stages of {K tile (TILE, HD), dS tile (TILE, TILE)}, sw128.
+constexpr int DQ_STAGE = TILE_ELEMS + TILE * TILE;
+__global__ void __launch_bounds__(THREADS) flash_backward_dq_kernel(
     bf16* dq, const bf16* ds, const bf16* k, AttnShape s, DsBand band, float scale) {
-  constexpr int BM = 16 * WARPS, THREADS = 32 * WARPS, STAGE = TILE * LDS + BM * LDD;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sm = reinterpret_cast<bf16*>(smem_raw);  // stage st at sm + st * STAGE: K, then dS
+  extern __shared__ unsigned char smem_raw[];
+  bf16* sm = aligned_smem(smem_raw);  // stage st at sm + st * DQ_STAGE: K, then dS
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * BM;  // latest query tiles first: the most work
-  const int r0 = q0 + warp * 16;                      // this warp's rows r0 .. r0 + 15
+  const int qt = gridDim.x - 1 - blockIdx.x, q0 = qt * TILE;  // latest query tiles first: the most work
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
   const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
-  auto load = [&](int kt, int st) {  // key tile kt and the dS tiles against it: one cp.async group
-    bf16* sK = sm + st * STAGE;
-    load_tile_async<TILE, THREADS>(sK, kh + long(kt) * TILE * kstride, kstride);
-#pragma unroll
-    for (int part = 0; part < BM / TILE; part++) {  // a query tile of 64 rows each
-      const int qt = q0 / TILE + part;
-      if (band.has(qt, kt)) load_ds_tile_async<THREADS>(sK + TILE * LDS + part * TILE * LDD,
-                                                        ds + band.offset(b, h, s.H, qt, kt));
-    }
+  auto load = [&](int kt, int st) {  // key tile kt and the dS tile (qt, kt): one cp.async group
+    load_tile_async<HD>(sm + st * DQ_STAGE, kh + long(kt) * TILE * kstride, kstride);
+    load_tile_async<TILE>(sm + st * DQ_STAGE + TILE_ELEMS, ds + band.offset(b, h, s.H, qt, kt), TILE);
     cp_async_commit();
   };
-  const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = (q0 + BM - 1) / TILE;
+  const int kt_begin = band.kt_min(qt);
   load(kt_begin, 0);
   float acc_dq[HD / 8][4] = {};
-  for (int kt = kt_begin; kt <= kt_end; kt++) {
+  for (int kt = kt_begin; kt <= qt; kt++) {
     const int st = (kt - kt_begin) & 1;
-    cp_async_wait<0>();
-    __syncthreads();  // tile kt is in stage st for all threads; nobody reads stage st ^ 1 any more
-    if (kt < kt_end) load(kt + 1, st ^ 1);
-    if (!some_visible(r0, 16, kt * TILE, TILE, s.window)) continue;  // warp-uniform
-    const bf16* sK = sm + st * STAGE;
-    const bf16* sD = sK + TILE * LDS;
+    tiles_ready();  // tile kt is in stage st; nobody reads stage st ^ 1 any more
+    if (kt < qt) load(kt + 1, st ^ 1);
+    const bf16* sK = sm + st * DQ_STAGE;
+    const bf16* sD = sK + TILE_ELEMS;
+    wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < TILE / 16; kk++) {
-      uint32_t a[4];
-      load_a<LDD>(a, sD, warp * 16, kk * 16, lane);
-#pragma unroll
-      for (int n = 0; n < HD / 8; n += 2) {
-        uint32_t bk[4];
-        load_b_kn(bk, sK, kk * 16, n * 8, lane);
-        mma16816(acc_dq[n], a, bk[0], bk[1]);
-        mma16816(acc_dq[n + 1], a, bk[2], bk[3]);
-      }
-    }
+    for (int kk = 0; kk < TILE / 16; kk++)
+      wgmma_m64n128k16_ss_mn(acc_dq, k_major_desc<TILE>(sD, kk), mn_major_desc<TILE>(sK, kk), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_regs(acc_dq);
   }
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    bf16* drow = dq + (long(b) * s.T + r0 + g + 8 * r) * qstride + h * HD;
+    bf16* drow = dq + (long(b) * s.T + q0 + 16 * warp + g + 8 * r) * qstride + h * HD;
 #pragma unroll
     for (int n = 0; n < HD / 8; n++)
       *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) =
@@ -356,79 +294,60 @@ __global__ void __launch_bounds__(WARPS * 32) flash_backward_dq_kernel(
   }
 }
 
-// grid (T / (16 * WARPS), B * Hkv); block 32 * WARPS: dk, dv for one key tile, summed over the
-// group's query heads (the first key tiles see the most queries and launch first). Shared memory: the K and V tiles (16 * WARPS, LDS), 2 stages of {Q, dO}
-// tiles (TILE, LDS), then 2 stages of {lse, delta} (TILE,) floats.
-template <int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) flash_backward_dkdv_kernel(
+// grid (T / TILE, B * Hkv); block THREADS: dk, dv for one key tile, summed over the group's
+// query heads (the first key tiles see the most queries and launch first). Shared memory: the
+// K and V tiles, 2 stages of {Q, dO} tiles (all sw128 (TILE, HD)), then 2 stages of
+// {lse, delta} (TILE,) floats.
+__global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
     bf16* dk, bf16* dv, bf16* ds, const bf16* dout, const float* lse, const float* delta, const bf16* q,
     const bf16* k, const bf16* v, AttnShape s, DsBand band, float scale) {
-  constexpr int BK = 16 * WARPS, THREADS = 32 * WARPS;
-  static_assert(THREADS >= 2 * TILE, "one thread per lse and delta entry");
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sK = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sV = sK + BK * LDS;
-  bf16* sQO = sV + BK * LDS;                                    // stage st: Q at sQO + 2 * st * TILE_ELEMS, dO right after
+  static_assert(THREADS == 2 * TILE, "one thread per lse and delta entry");
+  extern __shared__ unsigned char smem_raw[];
+  bf16* sK = aligned_smem(smem_raw);
+  bf16* sV = sK + TILE_ELEMS;
+  bf16* sQO = sV + TILE_ELEMS;                                  // stage st: Q at sQO + 2 * st * TILE_ELEMS, dO right after
   float* sLD = reinterpret_cast<float*>(sQO + 4 * TILE_ELEMS);  // stage st: lse at sLD + 2 * st * TILE, delta right after
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.Hkv, hk = bh % s.Hkv, group = s.H / s.Hkv;
-  const int k0 = blockIdx.x * BK, kw = k0 + warp * 16;  // this warp's keys kw .. kw + 15
+  const int kt = blockIdx.x, k0 = kt * TILE, kw = k0 + 16 * warp;  // this warp's keys kw .. kw + 15
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
-  // query tiles seen by some key: from the first key's diagonal to the last key's window end
-  const int qt_begin = k0 / TILE, n_qt = min(s.T - 1, k0 + BK - 1 + s.window) / TILE - qt_begin + 1;
+  // query tiles seen by some key: from the diagonal to the last key's window end
+  const int n_qt = min(s.T - 1, k0 + TILE - 1 + s.window) / TILE - kt + 1;
   const int steps = group * n_qt;  // (query head, query tile) pairs, head by head
   auto load_q = [&](int step, int st) {  // the tiles of step into stage st: one cp.async group
-    const int h = hk * group + step / n_qt, q0 = (qt_begin + step % n_qt) * TILE;
+    const int h = hk * group + step / n_qt, q0 = (kt + step % n_qt) * TILE;
     const long qoff = (long(b) * s.T + q0) * qstride + h * HD;
-    load_tile_async<TILE, THREADS>(sQO + 2 * st * TILE_ELEMS, q + qoff, qstride);
-    load_tile_async<TILE, THREADS>(sQO + (2 * st + 1) * TILE_ELEMS, dout + qoff, qstride);
-    if (threadIdx.x < 2 * TILE)
-      cp_async4(sLD + 2 * st * TILE + threadIdx.x,
-                (threadIdx.x < TILE ? lse : delta) + (long(b) * s.H + h) * s.T + q0 + threadIdx.x % TILE);
+    load_tile_async<HD>(sQO + 2 * st * TILE_ELEMS, q + qoff, qstride);
+    load_tile_async<HD>(sQO + (2 * st + 1) * TILE_ELEMS, dout + qoff, qstride);
+    cp_async4(sLD + 2 * st * TILE + threadIdx.x,
+              (threadIdx.x < TILE ? lse : delta) + (long(b) * s.H + h) * s.T + q0 + threadIdx.x % TILE);
     cp_async_commit();
   };
-  load_tile_async<BK, THREADS>(sK, k + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-  load_tile_async<BK, THREADS>(sV, v + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
+  load_tile_async<HD>(sK, k + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
+  load_tile_async<HD>(sV, v + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
   load_q(0, 0);  // the same group as K and V
   const int key[2] = {kw + g, kw + g + 8};
   const float sl2 = scale * LOG2E;
   float acc_dk[HD / 8][4] = {}, acc_dv[HD / 8][4] = {};
   for (int step = 0; step < steps; step++) {
-    const int st = step & 1, qt = qt_begin + step % n_qt, q0 = qt * TILE, h = hk * group + step / n_qt;
-    cp_async_wait<0>();
-    __syncthreads();  // step's tiles are in stage st for all threads; nobody reads stage st ^ 1 any more
+    const int st = step & 1, qt = kt + step % n_qt, q0 = qt * TILE, h = hk * group + step / n_qt;
+    tiles_ready();  // step's tiles are in stage st; nobody reads stage st ^ 1 any more
     if (step + 1 < steps) load_q(step + 1, st ^ 1);
-    // this warp's 16 key columns of the dS tile (qt, kw / TILE), when the dq kernel reads it
-    bf16* ds_tile = band.has(qt, kw / TILE) ? ds + band.offset(b, h, s.H, qt, kw / TILE) + kw % TILE : nullptr;
-    if (!some_visible(q0, TILE, kw, 16, s.window)) {  // warp-uniform
-      if (ds_tile)
-        for (int r = lane; r < TILE; r += 32) {
-          reinterpret_cast<uint4*>(ds_tile + r * TILE)[0] = make_uint4(0, 0, 0, 0);
-          reinterpret_cast<uint4*>(ds_tile + r * TILE)[1] = make_uint4(0, 0, 0, 0);
-        }
-      continue;
-    }
     const bf16* sQ = sQO + 2 * st * TILE_ELEMS;
     const bf16* sdO = sQ + TILE_ELEMS;
     const float* sL = sLD + 2 * st * TILE;  // lse
     const float* sD = sL + TILE;            // delta
-    float sc[TILE / 8][4] = {}, dp[TILE / 8][4] = {};  // (keys, queries) of this warp
-    for (int kk = 0; kk < HD; kk += 16) {
-      uint32_t a[4], av[4];
-      load_a(a, sK, warp * 16, kk, lane);
-      load_a(av, sV, warp * 16, kk, lane);
+    float sc[TILE / 8][4], dp[TILE / 8][4];  // Sᵀ = K · Qᵀ and dPᵀ = V · dOᵀ, (keys, queries)
+    wgmma_fence();
 #pragma unroll
-      for (int n = 0; n < TILE / 8; n += 2) {
-        uint32_t bb[4];
-        load_b_nk(bb, sQ, n * 8, kk, lane);
-        mma16816(sc[n], a, bb[0], bb[1]);
-        mma16816(sc[n + 1], a, bb[2], bb[3]);
-        load_b_nk(bb, sdO, n * 8, kk, lane);
-        mma16816(dp[n], av, bb[0], bb[1]);
-        mma16816(dp[n + 1], av, bb[2], bb[3]);
-      }
-    }
-    if (!all_visible(q0, TILE, kw, 16, s.window)) {  // a tile on the diagonal or the window edge
+    for (int kk = 0; kk < HD / 16; kk++) wgmma_m64n64k16_ss(sc, k_major_desc<TILE>(sK, kk), k_major_desc<TILE>(sQ, kk), kk);
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; kk++) wgmma_m64n64k16_ss(dp, k_major_desc<TILE>(sV, kk), k_major_desc<TILE>(sdO, kk), kk);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_regs(sc);
+    wgmma_fence_regs(dp);
+    if (!all_visible(q0, TILE, k0, TILE, s.window)) {  // a tile on the diagonal or the window edge
       const int dist[2] = {q0 + 2 * t - key[0], q0 + 2 * t - key[1]};
       mask_scores<1>(sc, dist, s.window);
     }
@@ -441,29 +360,30 @@ __global__ void __launch_bounds__(WARPS * 32) flash_backward_dkdv_kernel(
         sc[n][e] = p;                                      // Pᵀ
         dp[n][e] = p * (dp[n][e] - sD[qi]);                // dSᵀ
       }
-    // dS, bf16 as the products below use it: each 8 x 8 block transposed, row (query) 8 n + g
+    // dS, bf16 as the products below use it, into tile (qt, kt) of the band: each 8 x 8 block
+    // transposed, row (query) 8 n + g, this warp's 16 key columns
+    bf16* ds_tile = ds + band.offset(b, h, s.H, qt, kt) + 16 * warp;
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++) {
       bf16* row = ds_tile + (8 * n + g) * TILE + 2 * t;
       *reinterpret_cast<uint32_t*>(row) = transpose8x8(pack2f(dp[n][0], dp[n][1]));
       *reinterpret_cast<uint32_t*>(row + 8) = transpose8x8(pack2f(dp[n][2], dp[n][3]));
     }
+    uint32_t ap[TILE / 16][4], as[TILE / 16][4];  // Pᵀ and dSᵀ as A fragments
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; kk++) {
-      uint32_t ap[4], as[4];
-      acc_to_a(ap, sc[2 * kk], sc[2 * kk + 1]);
-      acc_to_a(as, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-      for (int n = 0; n < HD / 8; n += 2) {
-        uint32_t bb[4];
-        load_b_kn(bb, sdO, kk * 16, n * 8, lane);
-        mma16816(acc_dv[n], ap, bb[0], bb[1]);
-        mma16816(acc_dv[n + 1], ap, bb[2], bb[3]);
-        load_b_kn(bb, sQ, kk * 16, n * 8, lane);
-        mma16816(acc_dk[n], as, bb[0], bb[1]);
-        mma16816(acc_dk[n + 1], as, bb[2], bb[3]);
-      }
+      acc_to_a(ap[kk], sc[2 * kk], sc[2 * kk + 1]);
+      acc_to_a(as[kk], dp[2 * kk], dp[2 * kk + 1]);
     }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < TILE / 16; kk++) wgmma_m64n128k16_rs_mn(acc_dv, ap[kk], mn_major_desc<TILE>(sdO, kk), 1);
+#pragma unroll
+    for (int kk = 0; kk < TILE / 16; kk++) wgmma_m64n128k16_rs_mn(acc_dk, as[kk], mn_major_desc<TILE>(sQ, kk), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_regs(acc_dv);
+    wgmma_fence_regs(acc_dk);
   }
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -569,53 +489,19 @@ AttnShape flash_shape(AttnShape s) {
   s.window = std::min(s.window, s.T);
   return s;
 }
-// Blocks of 8 warps (128 rows) where seq_len allows, else of 4 warps (64 rows).
-bool wide_tiles(const AttnShape& s) { return s.T % (16 * 8) == 0; }
 
 // Once per kernel: allows its dynamic shared memory, and asks for the largest shared-memory
 // carveout so that the blocks its registers allow fit on one multiprocessor.
 template <typename Kernel>
-void configure_flash_kernel(Kernel kernel, int smem_bytes) {
+bool configure_flash_kernel(Kernel kernel, int smem_bytes) {
   cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  return true;
 }
-
-template <int WARPS>
-void flash_forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s,
-                   cudaStream_t stream) {
-  constexpr int smem = (16 * WARPS + 4 * TILE) * LDS * sizeof(bf16);  // Q tile, 2 stages of K and V
-  static bool configured = false;
-  if (!configured) {
-    configure_flash_kernel(flash_forward_kernel<WARPS>, smem);
-    configured = true;
-  }
-  flash_forward_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.H), 32 * WARPS, smem, stream>>>(
-      o, lse, q, k, v, s, 1.0f / sqrtf(float(HD)));
-  cudaLaunchCheck();
-}
-
-template <int WARPS>
-void flash_backward(bf16* dq, bf16* dk, bf16* dv, const float* delta, bf16* ds, const bf16* dout,
-                    const float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s,
-                    cudaStream_t stream) {
-  // dkdv: K and V tiles, 2 stages of Q, dO, lse and delta; dq: 2 stages of a K tile and dS rows
-  constexpr int dkdv_smem = (2 * 16 * WARPS + 4 * TILE) * LDS * sizeof(bf16) + 4 * TILE * sizeof(float);
-  constexpr int dq_smem = 2 * (TILE * LDS + 16 * WARPS * LDD) * sizeof(bf16);
-  static bool configured = false;
-  if (!configured) {
-    configure_flash_kernel(flash_backward_dkdv_kernel<WARPS>, dkdv_smem);
-    configure_flash_kernel(flash_backward_dq_kernel<WARPS>, dq_smem);
-    configured = true;
-  }
-  const float scale = 1.0f / sqrtf(float(HD));
-  const DsBand band = DsBand::of(s);
-  flash_backward_dkdv_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.Hkv), 32 * WARPS, dkdv_smem, stream>>>(
-      dk, dv, ds, dout, lse, delta, q, k, v, s, band, scale);
-  cudaLaunchCheck();
-  flash_backward_dq_kernel<WARPS><<<dim3(s.T / (16 * WARPS), s.B * s.H), 32 * WARPS, dq_smem, stream>>>(
-      dq, ds, k, s, band, scale);
-  cudaLaunchCheck();
-}
+// Dynamic shared memory of the kernels (their layouts are at their tops).
+constexpr int FORWARD_SMEM = 5 * TILE_ELEMS * sizeof(bf16) + SMEM_SLACK;
+constexpr int DKDV_SMEM = 6 * TILE_ELEMS * sizeof(bf16) + 4 * TILE * sizeof(float) + SMEM_SLACK;
+constexpr int DQ_SMEM = 2 * DQ_STAGE * sizeof(bf16) + SMEM_SLACK;
 
 // The scratch of the bf16 backward: delta (B, H, T) floats, then the dS band.
 long delta_floats(const AttnShape& s) { return (long(s.B) * s.H * s.T + 63) / 64 * 64; }
@@ -626,8 +512,11 @@ template <>
 void attention_forward<bf16>(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
                              AttnShape s, cudaStream_t stream) {
   s = flash_shape(s);
-  if (wide_tiles(s)) flash_forward<8>(o, lse, q, k, v, s, stream);
-  else flash_forward<4>(o, lse, q, k, v, s, stream);
+  static const bool configured = configure_flash_kernel(flash_forward_kernel, FORWARD_SMEM);
+  (void)configured;
+  flash_forward_kernel<<<dim3(s.T / TILE, s.B * s.H), THREADS, FORWARD_SMEM, stream>>>(
+      o, lse, q, k, v, s, 1.0f / sqrtf(float(HD)));
+  cudaLaunchCheck();
 }
 
 template <>
@@ -646,8 +535,16 @@ void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const
   long rows = long(s.B) * s.T * s.H;
   attn_delta_kernel<bf16><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);
   cudaLaunchCheck();
-  if (wide_tiles(s)) flash_backward<8>(dq, dk, dv, delta, ds, dout, lse, q, k, v, s, stream);
-  else flash_backward<4>(dq, dk, dv, delta, ds, dout, lse, q, k, v, s, stream);
+  static const bool configured = configure_flash_kernel(flash_backward_dkdv_kernel, DKDV_SMEM) &&
+                                 configure_flash_kernel(flash_backward_dq_kernel, DQ_SMEM);
+  (void)configured;
+  const float scale = 1.0f / sqrtf(float(HD));
+  const DsBand band = DsBand::of(s);
+  flash_backward_dkdv_kernel<<<dim3(s.T / TILE, s.B * s.Hkv), THREADS, DKDV_SMEM, stream>>>(
+      dk, dv, ds, dout, lse, delta, q, k, v, s, band, scale);
+  cudaLaunchCheck();
+  flash_backward_dq_kernel<<<dim3(s.T / TILE, s.B * s.H), THREADS, DQ_SMEM, stream>>>(dq, ds, k, s, band, scale);
+  cudaLaunchCheck();
 }
 
 template <>
