@@ -73,13 +73,14 @@ __device__ __forceinline__ void tiles_ready() {
 
 // Starts copying a (TILE, COLS) bf16 tile from global (row r at src + r * stride) into the sw128
 // tile s: 16 bytes per cp.async, consecutive threads on consecutive chunks of a row.
-template <int COLS>
-__device__ __forceinline__ void load_tile_async(bf16* s, const bf16* src, long stride) {
+// NTHREADS threads share the copy, thread `tid` of them this one.
+template <int COLS, int NTHREADS = THREADS>
+__device__ __forceinline__ void load_tile_async(bf16* s, const bf16* src, long stride, int tid = threadIdx.x) {
   constexpr int PER_ROW = COLS / 8;
-  static_assert(TILE * PER_ROW % THREADS == 0, "tile copy must split evenly over the block");
+  static_assert(TILE * PER_ROW % NTHREADS == 0, "tile copy must split evenly over the threads");
 #pragma unroll
-  for (int n = 0; n < TILE * PER_ROW / THREADS; n++) {
-    const int i = threadIdx.x + n * THREADS, r = i / PER_ROW, c = i % PER_ROW;
+  for (int n = 0; n < TILE * PER_ROW / NTHREADS; n++) {
+    const int i = tid + n * NTHREADS, r = i / PER_ROW, c = i % PER_ROW;
     cp_async16(reinterpret_cast<char*>(s) + sw128_offset<TILE>(r, c), src + r * stride + c * 8);
   }
 }
@@ -102,6 +103,7 @@ struct DsBand {
     return {n_qt, min(n_qt, (s.window + TILE - 1) / TILE + 1), s.window};
   }
   __host__ __device__ int kt_min(int qt) const { return max(0, qt * TILE - window) / TILE; }
+  __host__ __device__ bool has(int qt, int kt) const { return qt < n_qt && kt <= qt && kt >= kt_min(qt); }
   __host__ __device__ long offset(int b, int h, int H, int qt, int kt) const {
     return ((((long(b) * H + h) * n_qt + qt) * slots) + kt - qt + slots - 1) * TILE * TILE;
   }
@@ -129,7 +131,9 @@ __device__ __forceinline__ void mask_scores(float (&sc)[TILE / 8][4], const int*
 }
 
 // grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile, then 2 stages of {K, V}
-// tiles, all sw128 (TILE, HD).
+// tiles, all sw128 (TILE, HD). Two blocks share a multiprocessor and fill each other's softmax
+// gaps; overlapping the softmax of tile n + 1 with P_n · V inside the block was slower (255
+// registers; docs/PERF.md, run 16).
 __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
     bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s, float scale) {
   extern __shared__ unsigned char smem_raw[];
@@ -249,33 +253,39 @@ __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnS
   if (li == 0) delta[(long(b) * s.H + h) * s.T + i] = acc;
 }
 
-// grid (T / TILE, B * H); block THREADS: dq = scale * dS · K for one query tile, dS read from the
-// band the dk/dv kernel wrote (zero at invisible pairs, so no masking here). Shared memory:
-// 2 stages of {K tile (TILE, HD), dS tile (TILE, TILE)}, sw128.
-constexpr int DQ_STAGE = TILE_ELEMS + TILE * TILE;
-__global__ void __launch_bounds__(THREADS) flash_backward_dq_kernel(
+// grid (ceil(T / TILE / DQ_WGS), B * H); block DQ_WGS warpgroups: dq = scale * dS · K, warpgroup w
+// for query tile DQ_WGS * (block's index) + w, dS read from the band the dk/dv kernel wrote
+// (zero at invisible pairs, so no masking here). The warpgroups share each K tile. Shared
+// memory: 2 stages of {K tile (TILE, HD), DQ_WGS dS tiles (TILE, TILE)}, sw128.
+constexpr int DQ_WGS = 2;
+constexpr int DQ_STAGE = TILE_ELEMS + DQ_WGS * TILE * TILE;
+__global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
     bf16* dq, const bf16* ds, const bf16* k, AttnShape s, DsBand band, float scale) {
   extern __shared__ unsigned char smem_raw[];
-  bf16* sm = aligned_smem(smem_raw);  // stage st at sm + st * DQ_STAGE: K, then dS
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  bf16* sm = aligned_smem(smem_raw);  // stage st at sm + st * DQ_STAGE: K, then the dS tiles
+  const int wg = threadIdx.x / THREADS, tid = threadIdx.x % THREADS;
+  const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
-  const int qt = gridDim.x - 1 - blockIdx.x, q0 = qt * TILE;  // latest query tiles first: the most work
+  const int qt0 = (gridDim.x - 1 - blockIdx.x) * DQ_WGS, qt = qt0 + wg;  // latest query tiles first: the most work
   const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
   const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
-  auto load = [&](int kt, int st) {  // key tile kt and the dS tile (qt, kt): one cp.async group
-    load_tile_async<HD>(sm + st * DQ_STAGE, kh + long(kt) * TILE * kstride, kstride);
-    load_tile_async<TILE>(sm + st * DQ_STAGE + TILE_ELEMS, ds + band.offset(b, h, s.H, qt, kt), TILE);
+  // key tiles some warpgroup needs: from the first tile's window start to the last one's diagonal
+  const int kt_begin = band.kt_min(qt0), kt_end = min(qt0 + DQ_WGS, band.n_qt) - 1;
+  auto load = [&](int kt, int st) {  // key tile kt and this warpgroup's dS tile (qt, kt): one cp.async group
+    load_tile_async<HD, DQ_WGS * THREADS>(sm + st * DQ_STAGE, kh + long(kt) * TILE * kstride, kstride, threadIdx.x);
+    if (band.has(qt, kt))
+      load_tile_async<TILE>(sm + st * DQ_STAGE + TILE_ELEMS + wg * TILE * TILE, ds + band.offset(b, h, s.H, qt, kt), TILE, tid);
     cp_async_commit();
   };
-  const int kt_begin = band.kt_min(qt);
   load(kt_begin, 0);
   float acc_dq[HD / 8][4] = {};
-  for (int kt = kt_begin; kt <= qt; kt++) {
+  for (int kt = kt_begin; kt <= kt_end; kt++) {
     const int st = (kt - kt_begin) & 1;
     tiles_ready();  // tile kt is in stage st; nobody reads stage st ^ 1 any more
-    if (kt < qt) load(kt + 1, st ^ 1);
+    if (kt < kt_end) load(kt + 1, st ^ 1);
+    if (!band.has(qt, kt)) continue;  // warpgroup-uniform
     const bf16* sK = sm + st * DQ_STAGE;
-    const bf16* sD = sK + TILE_ELEMS;
+    const bf16* sD = sK + TILE_ELEMS + wg * TILE * TILE;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; kk++)
@@ -284,9 +294,10 @@ __global__ void __launch_bounds__(THREADS) flash_backward_dq_kernel(
     wgmma_wait<0>();
     wgmma_fence_regs(acc_dq);
   }
+  if (qt >= band.n_qt) return;
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    bf16* drow = dq + (long(b) * s.T + q0 + 16 * warp + g + 8 * r) * qstride + h * HD;
+    bf16* drow = dq + (long(b) * s.T + qt * TILE + 16 * warp + g + 8 * r) * qstride + h * HD;
 #pragma unroll
     for (int n = 0; n < HD / 8; n++)
       *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) =
@@ -543,7 +554,8 @@ void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const
   flash_backward_dkdv_kernel<<<dim3(s.T / TILE, s.B * s.Hkv), THREADS, DKDV_SMEM, stream>>>(
       dk, dv, ds, dout, lse, delta, q, k, v, s, band, scale);
   cudaLaunchCheck();
-  flash_backward_dq_kernel<<<dim3(s.T / TILE, s.B * s.H), THREADS, DQ_SMEM, stream>>>(dq, ds, k, s, band, scale);
+  flash_backward_dq_kernel<<<dim3(ceil_div(s.T / TILE, DQ_WGS), s.B * s.H), DQ_WGS * THREADS, DQ_SMEM, stream>>>(
+      dq, ds, k, s, band, scale);
   cudaLaunchCheck();
 }
 

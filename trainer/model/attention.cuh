@@ -1,5 +1,5 @@
 // Causal self-attention with a sliding window, forward and backward.
-//   bf16: flash-style tiled kernels on the tensor cores (mma.sync m16n8k16),
+//   bf16: flash-style tiled kernels on Hopper's warpgroup products (wgmma, sm_90a),
 //         head_dim 128, seq_len a multiple of 64; deterministic (no atomics):
 //         the dk/dv kernel writes dS once, and the dq kernel reads it back.
 //   float: plain reference kernels (head_dim a multiple of 8), used by the --check model.
