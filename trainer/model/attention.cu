@@ -1,8 +1,9 @@
 // Sliding-window causal attention (see attention.cuh).
 //
 // Flash kernels (bf16, D = 128) on Hopper's warpgroup products (model/wgmma.cuh):
-// a block is one warpgroup of 4 warps and owns a tile of 64 rows, warp w rows
-// 16 w .. 16 w + 15; tiles of the other operand stream through shared memory 64
+// a warpgroup of 4 warps owns a tile of 64 rows, warp w rows 16 w .. 16 w + 15
+// (a block is one warpgroup; the dq kernel's blocks are two, which share each K
+// tile); tiles of the other operand stream through shared memory 64
 // rows at a time in the sw128 layout, double-buffered: cp.async fetches tile n + 1
 // while tile n is computed. Only tiles with some visible pair are visited (with
 // 64-row tiles on both sides, that is exactly the band of DsBand below).
