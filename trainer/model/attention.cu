@@ -503,10 +503,21 @@ AttnShape flash_shape(AttnShape s) {
 }
 
 // Once per kernel: allows its dynamic shared memory, and asks for the largest shared-memory
-// carveout so that the blocks its registers allow fit on one multiprocessor.
+// carveout so that the blocks its registers allow fit on one multiprocessor. The kernels exist
+// for sm_90a only: on another GPU this is where that shows, and it says so.
 template <typename Kernel>
 bool configure_flash_kernel(Kernel kernel, int smem_bytes) {
-  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction) {
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    std::fprintf(stderr, "FAIL: the flash attention kernels need a Hopper GPU (sm_90a: H100/H200); this one is sm_%d%d\n",
+                 major, minor);
+    std::exit(1);
+  }
+  cudaCheck(err);
   cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   return true;
 }
