@@ -94,8 +94,10 @@ template <typename T>
 struct GPT {
   struct Layer {
     int c_q, c_k, c_v, c_proj, ve_gate = -1, ve = -1, c_fc, mlp_proj;
-    T *x, *xm, *n1, *q, *k, *v, *gate, *att, *xa, *n2, *h, *a;  // saved for backward
-    float *rstd1, *rstd2, *qrstd, *krstd, *lse;
+    T *x, *xm, *n1, *qkv, *gate, *att, *xa, *n2, *h, *a;  // saved for backward
+    float *rstd1, *rstd2, *qkrstd, *lse;
+    // qkv (N, QKV): q (normalized, rotated), k (the same), v (gated) side by side in each row.
+    bool fused_qkv = false;  // c_q, c_k, c_v lie one after another (weights and gradients): one product
   };
   Config c;
   int B;
@@ -110,7 +112,8 @@ struct GPT {
   T *emb, *x0, *xf;    // (N, C)
   float *rstd0, *rstdf, *losses, *partials, *embed_partials;
   void* attn_scratch;  // attention_backward's, sized for the largest window
-  T *logits, *dlogits, *qraw, *kraw, *dX, *dx0, *dn, *dq, *dk, *dv, *dqraw, *dkraw, *dve, *dgate, *dh;
+  T *logits, *dlogits, *dX, *dx0, *dn, *datt, *dqkv, *dve, *dgate, *dh;
+  int qkv_width() const { return c.n_head * c.head_dim + 2 * c.kv_dim(); }  // QKV: a row of qkv
 
   GPT(Config cfg, int batch_rows, cudaStream_t stream)
       : c(cfg), B(batch_rows), N(long(batch_rows) * cfg.seq_len), st(stream), blas(stream) {
@@ -137,11 +140,14 @@ struct GPT {
     for (int i = 0; i < c.depth; i++) {
       Layer& l = L[i];
       l.x = i == 0 ? nullptr : A(N * C);  // layer 0 reads x0
-      l.xm = A(N * C), l.n1 = A(N * C), l.q = A(N * HD), l.k = A(N * KV), l.v = A(N * KV);
+      l.xm = A(N * C), l.n1 = A(N * C), l.qkv = A(N * qkv_width());
       l.gate = c.has_ve(i) ? A(N * c.n_kv_head) : nullptr;
       l.att = A(N * HD), l.xa = A(N * C), l.n2 = A(N * C), l.h = A(N * F), l.a = A(N * F);
-      l.rstd1 = Af(N), l.rstd2 = Af(N), l.qrstd = Af(N * c.n_head), l.krstd = Af(N * c.n_kv_head);
+      l.rstd1 = Af(N), l.rstd2 = Af(N), l.qkrstd = Af(N * (c.n_head + c.n_kv_head));
       l.lse = Af(N * c.n_head);
+      const ParamInfo &q = p.info[l.c_q], &k = p.info[l.c_k], &v = p.info[l.c_v];
+      l.fused_qkv = k.offset == q.offset + q.numel() && v.offset == k.offset + k.numel() &&
+                    k.grad_offset == q.grad_offset + q.numel() && v.grad_offset == k.grad_offset + k.numel();
     }
     emb = A(N * C), x0 = A(N * C), xf = A(N * C);
     L[0].x = x0;
@@ -152,8 +158,7 @@ struct GPT {
     for (int i = 0; i < c.depth; i++) scratch_bytes = std::max(scratch_bytes, attention_scratch_bytes<T>(attn_shape(i)));
     attn_scratch = arena.alloc<unsigned char>(scratch_bytes);
     dlogits = A(N * c.vocab), dh = A(N * F);
-    qraw = A(N * HD), kraw = A(N * KV), dqraw = A(N * HD), dkraw = A(N * KV);
-    dX = A(N * C), dx0 = A(N * C), dn = A(N * C), dq = A(N * HD), dk = A(N * KV), dv = A(N * KV);
+    dX = A(N * C), dx0 = A(N * C), dn = A(N * C), datt = A(N * HD), dqkv = A(N * qkv_width());
     dve = A(N * KV), dgate = A(N * c.n_kv_head);
     // rotary tables
     std::vector<float> cs(size_t(c.seq_len) * c.head_dim);
@@ -169,7 +174,13 @@ struct GPT {
   }
   T* xlast;  // (N, C) output of the last layer
 
-  AttnShape attn_shape(int i) const { return {B, c.seq_len, c.n_head, c.n_kv_head, c.head_dim, c.window(i)}; }
+  AttnShape attn_shape(int i) const {
+    return {B, c.seq_len, c.n_head, c.n_kv_head, c.head_dim, c.window(i), qkv_width()};
+  }
+  // The q, k, v blocks of a row of qkv (or dqkv), and the matrices that make them.
+  long qkv_col(int part) const { return part == 0 ? 0 : c.n_head * c.head_dim + (part - 1) * c.kv_dim(); }
+  int qkv_rows(int part) const { return part == 0 ? c.n_head * c.head_dim : c.kv_dim(); }
+  static int qkv_param(const Layer& l, int part) { return part == 0 ? l.c_q : part == 1 ? l.c_k : l.c_v; }
 
   /// The initial weights (issue: embedding N(0,1), lm_head N(0,0.001), q/k/v/c_fc and value
   /// embeddings uniform(±sqrt(3/dim)), output projections and gates zero, lambdas 1 and 0.1).
@@ -211,25 +222,28 @@ struct GPT {
   /// Forward over one micro-batch; per-token losses into `losses`. With grad_scale > 0 also
   /// d(loss)/d(logits) * grad_scale into dlogits, ready for backward().
   void forward(const int* inp, const int* tgt, float grad_scale) {
-    const int C = c.dim, KV = c.kv_dim(), HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim;
+    const int C = c.dim, HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim, QKV = qkv_width();
     embedding_forward(emb, inp, p.e(wte), N, C, st);
     rmsnorm_forward(x0, rstd0, emb, N, C, NORM_EPS, st);
     for (int i = 0; i < c.depth; i++) {
       Layer& l = L[i];
       T* x_out = i + 1 < c.depth ? L[i + 1].x : xlast;
-      residual_mix_forward(l.xm, l.x, x0, p.w(resid) + i, p.w(x0l) + i, N * C, st);
-      rmsnorm_forward(l.n1, l.rstd1, l.xm, N, C, NORM_EPS, st);
-      linear_forward(blas, qraw, l.n1, p.wt(l.c_q), N, C, HD);
-      rope_qknorm_forward(l.q, l.qrstd, qraw, cos_sin, N, c.seq_len, c.n_head, c.head_dim, NORM_EPS, st);
-      linear_forward(blas, kraw, l.n1, p.wt(l.c_k), N, C, KV);
-      rope_qknorm_forward(l.k, l.krstd, kraw, cos_sin, N, c.seq_len, c.n_kv_head, c.head_dim, NORM_EPS, st);
-      linear_forward(blas, l.v, l.n1, p.wt(l.c_v), N, C, KV);
+      residual_mix_rmsnorm_forward(l.xm, l.n1, l.rstd1, l.x, x0, p.w(resid) + i, p.w(x0l) + i, N, C, NORM_EPS, st);
+      // qkv = n1 · [W_q; W_k; W_v]ᵀ, then rope + QK-norm over the q and k heads in place
+      if (l.fused_qkv) linear_forward(blas, l.qkv, l.n1, p.wt(l.c_q), N, C, QKV);
+      else
+        for (int part = 0; part < 3; part++)
+          matmul<T, T>(blas, l.qkv + qkv_col(part), QKV, l.n1, C, false, p.wt(qkv_param(l, part)), C, true,
+                       N, qkv_rows(part), C);
+      rope_qknorm_forward(l.qkv, l.qkrstd, l.qkv, cos_sin, N, c.seq_len, c.n_head + c.n_kv_head, c.head_dim,
+                          QKV, NORM_EPS, st);
+      T* v = l.qkv + qkv_col(2);
       if (l.ve >= 0) {  // gate logits (N, Hkv) = x[:, :32] · W_gateᵀ
         matmul<T, T>(blas, l.gate, c.n_kv_head, l.n1, C, false, p.wt(l.ve_gate), VE_GATE_CHANNELS,
                      true, N, c.n_kv_head, VE_GATE_CHANNELS);
-        ve_gate_forward(l.v, l.gate, p.e(l.ve), inp, N, c.n_kv_head, c.head_dim, st);
+        ve_gate_forward(v, l.gate, p.e(l.ve), inp, N, c.n_kv_head, c.head_dim, QKV, st);
       }
-      attention_forward(l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
+      attention_forward(l.att, l.lse, l.qkv, l.qkv + qkv_col(1), v, attn_shape(i), st);
       linear_forward_add(blas, l.xa, l.xm, l.att, p.wt(l.c_proj), N, HD, C);  // xa = xm + attn
       rmsnorm_forward(l.n2, l.rstd2, l.xa, N, C, NORM_EPS, st);
       linear_forward(blas, l.h, l.n2, p.wt(l.c_fc), N, C, F);
@@ -244,7 +258,7 @@ struct GPT {
 
   /// Backward of the last forward(); adds every parameter's gradient into p.grads.
   void backward(const int* inp, const TokenIndex& idx) {
-    const int C = c.dim, KV = c.kv_dim(), HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim;
+    const int C = c.dim, KV = c.kv_dim(), HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim, QKV = qkv_width();
     const int Hkv = c.n_kv_head, G = VE_GATE_CHANNELS;
     linear_backward_weight(blas, p.g(lm_head), dlogits, xf, N, C, c.vocab);
     linear_backward_input(blas, dn, dlogits, p.wt(lm_head), N, C, c.vocab);
@@ -261,26 +275,33 @@ struct GPT {
       rmsnorm_backward(dX, dX, dn, l.xa, l.rstd2, N, C, st);  // dX = d xa
       // xa = xm + attention(q, k, v) · W_projᵀ
       linear_backward_weight(blas, p.g(l.c_proj), dX, l.att, N, HD, C);
-      linear_backward_input(blas, dqraw, dX, p.wt(l.c_proj), N, HD, C);  // d att
-      attention_backward(dq, dk, dv, attn_scratch, dqraw, l.att, l.lse, l.q, l.k, l.v, attn_shape(i), st);
+      linear_backward_input(blas, datt, dX, p.wt(l.c_proj), N, HD, C);
+      const T* v = l.qkv + qkv_col(2);
+      T* dv = dqkv + qkv_col(2);
+      attention_backward(dqkv, dqkv + qkv_col(1), dv, attn_scratch, datt, l.att, l.lse, l.qkv,
+                         l.qkv + qkv_col(1), v, attn_shape(i), st);
       if (l.ve >= 0) {
-        ve_gate_backward(dgate, dve, dv, l.gate, p.e(l.ve), inp, N, Hkv, c.head_dim, st);
+        ve_gate_backward(dgate, dve, dv, l.gate, p.e(l.ve), inp, N, Hkv, c.head_dim, QKV, st);
         embedding_backward(p.g(l.ve), dve, idx, KV, embed_partials, st);
         matmul<T, float>(blas, p.g(l.ve_gate), G, dgate, Hkv, true, l.n1, C, false, Hkv, G, N, 1.0f);
       }
-      linear_backward_weight(blas, p.g(l.c_v), dv, l.n1, N, C, KV);
-      rope_qknorm_backward(dqraw, dq, l.q, l.qrstd, cos_sin, N, c.seq_len, c.n_head, c.head_dim, st);
-      rope_qknorm_backward(dkraw, dk, l.k, l.krstd, cos_sin, N, c.seq_len, Hkv, c.head_dim, st);
-      linear_backward_weight(blas, p.g(l.c_q), dqraw, l.n1, N, C, HD);
-      linear_backward_weight(blas, p.g(l.c_k), dkraw, l.n1, N, C, KV);
-      linear_backward_input(blas, dn, dqraw, p.wt(l.c_q), N, C, HD);
-      linear_backward_input(blas, dn, dkraw, p.wt(l.c_k), N, C, KV, 1.0f);
-      linear_backward_input(blas, dn, dv, p.wt(l.c_v), N, C, KV, 1.0f);
+      rope_qknorm_backward(dqkv, dqkv, l.qkv, l.qkrstd, cos_sin, N, c.seq_len, c.n_head + Hkv, c.head_dim,
+                           QKV, st);  // in place: dqkv now holds d(q, k, v before rope and norm)
+      if (l.fused_qkv) {
+        linear_backward_weight(blas, p.g(l.c_q), dqkv, l.n1, N, C, QKV);
+        linear_backward_input(blas, dn, dqkv, p.wt(l.c_q), N, C, QKV);
+      } else {
+        for (int part = 0; part < 3; part++) {
+          const int w = qkv_param(l, part);
+          matmul<T, float>(blas, p.g(w), C, dqkv + qkv_col(part), QKV, true, l.n1, C, false, qkv_rows(part), C, N, 1.0f);
+          matmul<T, T>(blas, dn, C, dqkv + qkv_col(part), QKV, false, p.wt(w), C, false, N, C, qkv_rows(part),
+                       part == 0 ? 0.0f : 1.0f);
+        }
+      }
       if (l.ve >= 0)  // dn[:, :32] += d gate_logits · W_gate
         matmul<T, T>(blas, dn, C, dgate, Hkv, false, p.wt(l.ve_gate), G, false, N, G, Hkv, 1.0f);
-      rmsnorm_backward(dX, dX, dn, l.xm, l.rstd1, N, C, st);  // dX = d xm
-      residual_mix_backward(dX, dx0, p.g(resid) + i, p.g(x0l) + i, partials, dX, l.x, x0,
-                            p.w(resid) + i, p.w(x0l) + i, N * C, st);
+      residual_mix_rmsnorm_backward(dX, dx0, p.g(resid) + i, p.g(x0l) + i, partials, dX, dn, l.xm, l.rstd1,
+                                    l.x, x0, p.w(resid) + i, p.w(x0l) + i, N, C, st);  // dX = d x
     }
     add(dn, dX, dx0, N * C, st);
     rmsnorm_backward(dX, (const T*)nullptr, dn, emb, rstd0, N, C, st);
@@ -382,19 +403,25 @@ int run_check(unsigned long seed) {
   cudaStream_t st;
   cudaCheck(cudaStreamCreate(&st));
   std::mt19937_64 rng(seed);
-  Config tiny{3, 256, 2, 1, 128, 512, 128, 48};  // GQA, windows S S L, value embeds on layers 0, 2
-  const int B = 2;
-  GPT<float> mf(tiny, B, st);
-  GPT<bf16> mb(tiny, B, st);
-  BatchStager sf(mf.arena, B, tiny.seq_len, tiny.vocab), sb(mb.arena, B, tiny.seq_len, tiny.vocab);
-  std::vector<uint16_t> rows(size_t(B) * (tiny.seq_len + 1));
-  std::uniform_int_distribution<int> tok(0, tiny.vocab - 1);
-  for (auto& r : rows) r = uint16_t(tok(rng));
-  sf.upload(rows.data(), st);
-  sb.upload(rows.data(), st);
-  auto w = gradcheck::random_weights(mf, rng);
-  bool ok = gradcheck::finite_differences(mf, sf, w, rng);
-  ok = gradcheck::bf16_against_fp32(mf, mb, sf, sb, w) && ok;
+  bool ok = true;
+  // GQA, windows S S L, value embeds on layers 0, 2 (q, k, v by three products); then as
+  // many kv heads as query heads (one product for q, k, v, as the default model)
+  for (Config tiny : {Config{3, 256, 2, 1, 128, 512, 128, 48}, Config{2, 256, 2, 2, 128, 512, 128, 48}}) {
+    const int B = 2;
+    GPT<float> mf(tiny, B, st);
+    GPT<bf16> mb(tiny, B, st);
+    std::printf("check: depth %d, %d/%d heads, q/k/v %s\n", tiny.depth, tiny.n_head, tiny.n_kv_head,
+                mf.L[0].fused_qkv ? "in one product" : "in three products");
+    BatchStager sf(mf.arena, B, tiny.seq_len, tiny.vocab), sb(mb.arena, B, tiny.seq_len, tiny.vocab);
+    std::vector<uint16_t> rows(size_t(B) * (tiny.seq_len + 1));
+    std::uniform_int_distribution<int> tok(0, tiny.vocab - 1);
+    for (auto& r : rows) r = uint16_t(tok(rng));
+    sf.upload(rows.data(), st);
+    sb.upload(rows.data(), st);
+    auto w = gradcheck::random_weights(mf, rng);
+    ok = gradcheck::finite_differences(mf, sf, w, rng) && ok;
+    ok = gradcheck::bf16_against_fp32(mf, mb, sf, sb, w) && ok;
+  }
   for (AttnShape s : {AttnShape{2, 256, 4, 2, 128, 100}, AttnShape{1, 512, 2, 2, 128, 512},
                       AttnShape{1, 512, 2, 1, 128, 64}})
     ok = gradcheck::attention_kernels(s, rng, st) && ok;

@@ -131,8 +131,9 @@ __device__ __forceinline__ void mask_scores(float (&sc)[TILE / 8][4], const int*
     }
 }
 
-// grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile, then 2 stages of {K, V}
-// tiles, all sw128 (TILE, HD). Two blocks share a multiprocessor and fill each other's softmax
+// grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile (read once into registers, so
+// that the score products read only K from shared memory), then 2 stages of {K, V} tiles, all
+// sw128 (TILE, HD). Two blocks share a multiprocessor and fill each other's softmax
 // gaps; overlapping the softmax of tile n + 1 with P_n · V inside the block was slower (255
 // registers; docs/PERF.md, run 16).
 __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
   const int q0 = (gridDim.x - 1 - blockIdx.x) * TILE;  // latest query tiles first: the most work
-  const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
+  const long qstride = s.q_ld(), kstride = s.kv_ld(), ostride = long(s.H) * HD;
   const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
   const bf16* vh = v + long(b) * s.T * kstride + hk * HD;
   auto load_kv = [&](int kt, int st) {  // key tile kt into stage st: one cp.async group
@@ -160,16 +161,20 @@ __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
   float acc_o[HD / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   const int row[2] = {q0 + 16 * warp + g, q0 + 16 * warp + g + 8};
+  uint32_t qa[HD / 16][4];  // Q as A fragments, in registers for the whole loop
   for (int kt = kt_begin; kt <= kt_end; kt++) {
     const int st = (kt - kt_begin) & 1, k0 = kt * TILE;
     tiles_ready();  // tile kt is in stage st; nobody reads stage st ^ 1 any more
     if (kt < kt_end) load_kv(kt + 1, st ^ 1);
+    if (kt == kt_begin)
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; kk++) sw128_load_a<TILE>(qa[kk], sQ, kk);
     const bf16* sK = sKV + 2 * st * TILE_ELEMS;
     const bf16* sV = sK + TILE_ELEMS;
     float sc[TILE / 8][4];  // S = Q · Kᵀ, (queries, keys)
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; kk++) wgmma_m64n64k16_ss(sc, k_major_desc<TILE>(sQ, kk), k_major_desc<TILE>(sK, kk), kk);
+    for (int kk = 0; kk < HD / 16; kk++) wgmma_m64n64k16_rs(sc, qa[kk], k_major_desc<TILE>(sK, kk), kk);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_regs(sc);
@@ -222,7 +227,7 @@ __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     float inv = 1.f / l[r];
-    bf16* orow = o + (long(b) * s.T + row[r]) * qstride + h * HD;
+    bf16* orow = o + (long(b) * s.T + row[r]) * ostride + h * HD;
 #pragma unroll
     for (int n = 0; n < HD / 8; n++)
       *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * t) =
@@ -268,7 +273,7 @@ __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
   const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
   const int qt0 = (gridDim.x - 1 - blockIdx.x) * DQ_WGS, qt = qt0 + wg;  // latest query tiles first: the most work
-  const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
+  const long qstride = s.q_ld(), kstride = s.kv_ld();
   const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
   // key tiles some warpgroup needs: from the first tile's window start to the last one's diagonal
   const int kt_begin = band.kt_min(qt0), kt_end = min(qt0 + DQ_WGS, band.n_qt) - 1;
@@ -322,15 +327,15 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.Hkv, hk = bh % s.Hkv, group = s.H / s.Hkv;
   const int kt = blockIdx.x, k0 = kt * TILE, kw = k0 + 16 * warp;  // this warp's keys kw .. kw + 15
-  const long qstride = long(s.H) * HD, kstride = long(s.Hkv) * HD;
+  const long qstride = s.q_ld(), kstride = s.kv_ld(), ostride = long(s.H) * HD;
   // query tiles seen by some key: from the diagonal to the last key's window end
   const int n_qt = min(s.T - 1, k0 + TILE - 1 + s.window) / TILE - kt + 1;
   const int steps = group * n_qt;  // (query head, query tile) pairs, head by head
   auto load_q = [&](int step, int st) {  // the tiles of step into stage st: one cp.async group
     const int h = hk * group + step / n_qt, q0 = (kt + step % n_qt) * TILE;
-    const long qoff = (long(b) * s.T + q0) * qstride + h * HD;
-    load_tile_async<HD>(sQO + 2 * st * TILE_ELEMS, q + qoff, qstride);
-    load_tile_async<HD>(sQO + (2 * st + 1) * TILE_ELEMS, dout + qoff, qstride);
+    const long row0 = long(b) * s.T + q0;
+    load_tile_async<HD>(sQO + 2 * st * TILE_ELEMS, q + row0 * qstride + h * HD, qstride);
+    load_tile_async<HD>(sQO + (2 * st + 1) * TILE_ELEMS, dout + row0 * ostride + h * HD, ostride);
     cp_async4(sLD + 2 * st * TILE + threadIdx.x,
               (threadIdx.x < TILE ? lse : delta) + (long(b) * s.H + h) * s.T + q0 + threadIdx.x % TILE);
     cp_async_commit();
@@ -418,11 +423,12 @@ __global__ void reference_forward_kernel(float* o, float* lse, const float* q, c
   extern __shared__ float sp[];  // (T,) scores, then probabilities
   __shared__ float red[32];
   const int i = blockIdx.x, b = blockIdx.y / s.H, h = blockIdx.y % s.H, hk = h / (s.H / s.Hkv);
-  const float* qi = q + ((long(b) * s.T + i) * s.H + h) * s.D;
+  const long qld = s.q_ld(), kld = s.kv_ld();
+  const float* qi = q + (long(b) * s.T + i) * qld + h * s.D;
   const int j0 = max(0, i - s.window);
   float mx = -INFINITY;
   for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x) {
-    const float* kj = k + ((long(b) * s.T + j) * s.Hkv + hk) * s.D;
+    const float* kj = k + (long(b) * s.T + j) * kld + hk * s.D;
     float acc = 0.f;
     for (int d = 0; d < s.D; d++) acc += qi[d] * kj[d];
     sp[j] = acc * scale;
@@ -446,7 +452,7 @@ __global__ void reference_forward_kernel(float* o, float* lse, const float* q, c
   for (int w = 0; w < blockDim.x / 32; w++) sum += red[w];
   for (int d = threadIdx.x; d < s.D; d += blockDim.x) {
     float acc = 0.f;
-    for (int j = j0; j <= i; j++) acc += sp[j] * v[((long(b) * s.T + j) * s.Hkv + hk) * s.D + d];
+    for (int j = j0; j <= i; j++) acc += sp[j] * v[(long(b) * s.T + j) * kld + hk * s.D + d];
     o[((long(b) * s.T + i) * s.H + h) * s.D + d] = acc / sum;
   }
   if (threadIdx.x == 0) lse[(long(b) * s.H + h) * s.T + i] = mx + logf(sum);
@@ -461,15 +467,16 @@ __global__ void reference_backward_kernel(float* dq, float* dk, float* dv, const
   float* sp = sm;
   float* sds = sm + s.T;
   const int i = blockIdx.x, b = blockIdx.y / s.H, h = blockIdx.y % s.H, hk = h / (s.H / s.Hkv);
-  const long qoff = ((long(b) * s.T + i) * s.H + h) * s.D;
+  const long qld = s.q_ld(), kld = s.kv_ld();
+  const long qoff = (long(b) * s.T + i) * qld + h * s.D, ooff = ((long(b) * s.T + i) * s.H + h) * s.D;
   const float L = lse[(long(b) * s.H + h) * s.T + i], D = delta[(long(b) * s.H + h) * s.T + i];
   const int j0 = max(0, i - s.window);
   for (int j = j0 + threadIdx.x; j <= i; j += blockDim.x) {
-    const long koff = ((long(b) * s.T + j) * s.Hkv + hk) * s.D;
+    const long koff = (long(b) * s.T + j) * kld + hk * s.D;
     float sc = 0.f, dp = 0.f;
     for (int d = 0; d < s.D; d++) {
       sc += q[qoff + d] * k[koff + d];
-      dp += dout[qoff + d] * v[koff + d];
+      dp += dout[ooff + d] * v[koff + d];
     }
     float p = expf(sc * scale - L);
     sp[j] = p;
@@ -478,15 +485,15 @@ __global__ void reference_backward_kernel(float* dq, float* dk, float* dv, const
   __syncthreads();
   for (int d = threadIdx.x; d < s.D; d += blockDim.x) {
     float acc = 0.f;
-    for (int j = j0; j <= i; j++) acc += sds[j] * k[((long(b) * s.T + j) * s.Hkv + hk) * s.D + d];
+    for (int j = j0; j <= i; j++) acc += sds[j] * k[(long(b) * s.T + j) * kld + hk * s.D + d];
     dq[qoff + d] = acc * scale;
   }
   const int n = (i - j0 + 1) * s.D;
   for (int e = threadIdx.x; e < n; e += blockDim.x) {
     int j = j0 + e / s.D, d = e % s.D;
-    const long koff = ((long(b) * s.T + j) * s.Hkv + hk) * s.D + d;
+    const long koff = (long(b) * s.T + j) * kld + hk * s.D + d;
     atomicAdd(dk + koff, sds[j] * q[qoff + d] * scale);
-    atomicAdd(dv + koff, sp[j] * dout[qoff + d]);
+    atomicAdd(dv + koff, sp[j] * dout[ooff + d]);
   }
 }
 
@@ -496,6 +503,11 @@ AttnShape flash_shape(AttnShape s) {
   if (s.D != HD || s.T % TILE != 0 || s.H % s.Hkv != 0) {
     std::fprintf(stderr, "FAIL: flash attention needs head_dim %d and seq_len %% %d == 0 (got %d, %d)\n",
                  HD, TILE, s.D, s.T);
+    std::exit(1);
+  }
+  if (s.q_ld() % 8 != 0 || s.kv_ld() % 8 != 0 || std::max(s.q_ld(), s.kv_ld()) > (1L << 24)) {  // 16-byte rows for cp.async; int offsets in a tile
+    std::fprintf(stderr, "FAIL: flash attention needs row strides that are multiples of 8, at most 2^24 (got %ld, %ld)\n",
+                 s.q_ld(), s.kv_ld());
     std::exit(1);
   }
   s.window = std::min(s.window, s.T);
@@ -596,9 +608,9 @@ void attention_backward<float>(float* dq, float* dk, float* dv, void* scratch, c
   long rows = long(s.B) * s.T * s.H;
   attn_delta_kernel<float><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);
   cudaLaunchCheck();
-  size_t kv_bytes = size_t(s.B) * s.T * s.Hkv * s.D * sizeof(float);
-  cudaCheck(cudaMemsetAsync(dk, 0, kv_bytes, stream));
-  cudaCheck(cudaMemsetAsync(dv, 0, kv_bytes, stream));
+  const size_t row_bytes = size_t(s.Hkv) * s.D * sizeof(float), pitch = s.kv_ld() * sizeof(float);
+  cudaCheck(cudaMemset2DAsync(dk, pitch, 0, row_bytes, size_t(s.B) * s.T, stream));
+  cudaCheck(cudaMemset2DAsync(dv, pitch, 0, row_bytes, size_t(s.B) * s.T, stream));
   reference_backward_kernel<<<dim3(s.T, s.B * s.H), 128, 2 * s.T * sizeof(float), stream>>>(
       dq, dk, dv, delta, dout, lse, q, k, v, s, 1.0f / sqrtf(float(s.D)));
   cudaLaunchCheck();

@@ -13,10 +13,14 @@
 struct AttnShape {
   int B, T, H, Hkv, D;
   int window;  // max distance i - j attended
+  int ld = 0;  // row stride (elements) of q, k, v and of dq, dk, dv; 0: packed (H*D for q, Hkv*D for k, v)
+  __host__ __device__ long q_ld() const { return ld ? ld : long(H) * D; }
+  __host__ __device__ long kv_ld() const { return ld ? ld : long(Hkv) * D; }
 };
 
-/// o: (B, T, H, D); lse: (B, H, T) natural-log sum of exp of the scaled scores;
-/// q: (B, T, H, D); k, v: (B, T, Hkv, D).
+/// o: (B, T, H, D) packed; lse: (B, H, T) natural-log sum of exp of the scaled scores;
+/// q: (B, T, H, D); k, v: (B, T, Hkv, D), rows s.q_ld() and s.kv_ld() apart (so q, k and v
+/// may be column slices of one (B*T, H*D + 2*Hkv*D) product).
 template <typename T>
 void attention_forward(T* o, float* lse, const T* q, const T* k, const T* v, AttnShape s,
                        cudaStream_t stream);
@@ -26,7 +30,8 @@ void attention_forward(T* o, float* lse, const T* q, const T* k, const T* v, Att
 template <typename T>
 size_t attention_scratch_bytes(AttnShape s);
 
-/// dq: (B, T, H, D); dk, dv: (B, T, Hkv, D), overwritten.
+/// dq: (B, T, H, D); dk, dv: (B, T, Hkv, D), overwritten, with the row strides of q, k, v;
+/// dout: (B, T, H, D) packed, as o.
 /// scratch: attention_scratch_bytes<T>(s) bytes, 16-byte aligned.
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, void* scratch, const T* dout, const T* o,

@@ -11,15 +11,22 @@
 namespace {
 
 constexpr int BLOCK = 256;
-constexpr int PARTIAL_BLOCKS = 1024;  // residual_mix_backward's fixed grid (deterministic sums)
+constexpr int PARTIAL_BLOCKS = 1024;  // residual_mix_rmsnorm_backward's fixed grid (deterministic sums)
 
 int grid_for(long n) { return int(std::min<long>((n + BLOCK - 1) / BLOCK, 65536L * 8)); }
 int warp_grid(long rows) { return ceil_div(rows * 32, BLOCK); }
 constexpr int ROPE_MAX_D = 256;  // head_dim limit of the rope kernels (registers per lane)
 void require_rope_head_dim(int D) {
-  if (D % 8 != 0 || D > ROPE_MAX_D)
-    throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 8, at most " +
+  if (D % 16 != 0 || D > ROPE_MAX_D)
+    throw std::invalid_argument("rope_qknorm: head_dim " + std::to_string(D) + " must be a multiple of 16, at most " +
                                 std::to_string(ROPE_MAX_D));
+}
+
+// A row stride: at least the row's width, and a multiple of 8 (16-byte bf16 accesses).
+void require_row_stride(long ld, long width, const char* what) {
+  if (ld < width || ld % 8 != 0)
+    throw std::invalid_argument(std::string(what) + ": row stride " + std::to_string(ld) + " must be a multiple of 8, at least " +
+                                std::to_string(width));
 }
 
 // The 8-wide kernels need lengths (and row widths) that are multiples of 8.
@@ -150,42 +157,82 @@ __global__ void rmsnorm_backward_kernel(T* dx, const T* dres, const T* dy, const
   }
 }
 
+// A value as T stores it (the mixed residual is saved in T, and the norm reads what is saved).
 template <typename T>
-__global__ void residual_mix_forward_kernel(T* out, const T* x, const T* x0, const float* lam_r,
-                                            const float* lam_0, long n) {
-  const float a = lam_r[0], b = lam_0[0];
-  float fx[8], f0[8];
-  GRID_STRIDE(i8, n / 8) {
-    load8(fx, x + 8 * i8);
-    load8(f0, x0 + 8 * i8);
-#pragma unroll
-    for (int e = 0; e < 8; e++) fx[e] = a * fx[e] + b * f0[e];
-    store8(out + 8 * i8, fx);
-  }
-}
+__device__ __forceinline__ float round_to(float x) { return to_f(from_f<T>(x)); }
 
+// One warp per row: xm = a x + b x0 (rounded to T), then its RMSNorm; the second pass
+// recomputes xm from x and x0, which are still in L1.
 template <typename T>
-__global__ void residual_mix_backward_kernel(T* dx, T* dx0, float* partials, const T* dout,
-                                             const T* x, const T* x0, const float* lam_r,
-                                             const float* lam_0, long n) {
+__global__ void mix_rmsnorm_forward_kernel(T* xm, T* y, float* rstd, const T* x, const T* x0,
+                                           const float* lam_r, const float* lam_0, int N, int C, float eps) {
+  const long r = warp_id();
+  const int lane = threadIdx.x % 32;
+  if (r >= N) return;
   const float a = lam_r[0], b = lam_0[0];
-  float sr = 0.f, s0 = 0.f;
-  float g[8], fx[8], f0[8], d0[8];
-  GRID_STRIDE(i8, n / 8) {
-    const long i = 8 * i8;
-    load8(g, dout + i);
-    load8(fx, x + i);
-    load8(f0, x0 + i);
-    load8(d0, dx0 + i);
+  float ss = 0.f, fx[8], f0[8];
+  for (int c = 8 * lane; c < C; c += 256) {  // C % 8 == 0: 16-byte accesses
+    load8(fx, x + r * C + c);
+    load8(f0, x0 + r * C + c);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      sr += g[e] * fx[e];
-      s0 += g[e] * f0[e];
-      d0[e] += b * g[e];
-      g[e] *= a;
+      fx[e] = round_to<T>(a * fx[e] + b * f0[e]);
+      ss += fx[e] * fx[e];
     }
-    store8(dx0 + i, d0);
-    store8(dx + i, g);
+    store8(xm + r * C + c, fx);
+  }
+  const float rs = rsqrtf(warp_sum(ss) / C + eps);
+  for (int c = 8 * lane; c < C; c += 256) {
+    load8(fx, x + r * C + c);
+    load8(f0, x0 + r * C + c);
+#pragma unroll
+    for (int e = 0; e < 8; e++) fx[e] = round_to<T>(a * fx[e] + b * f0[e]) * rs;
+    store8(y + r * C + c, fx);
+  }
+  if (lane == 0) rstd[r] = rs;
+}
+
+// PARTIAL_BLOCKS blocks whose warps stride over the rows (a fixed grid: the lambda sums are
+// reproducible). Per row: g = dres + rmsnorm_backward(dy), rounded to T; dx = a g (dx may be
+// dres); dx0 += b g; the block's sums of g x and g x0 go to partials.
+template <typename T>
+__global__ void mix_rmsnorm_backward_kernel(T* dx, T* dx0, float* partials, const T* dres, const T* dy,
+                                            const T* xm, const float* rstd, const T* x, const T* x0,
+                                            const float* lam_r, const float* lam_0, int N, int C) {
+  const int lane = threadIdx.x % 32;
+  const long warps = long(gridDim.x) * blockDim.x / 32;
+  const float a = lam_r[0], b = lam_0[0];
+  float sr = 0.f, s0 = 0.f;
+  for (long r = warp_id(); r < N; r += warps) {
+    const float rs = rstd[r];
+    float dot = 0.f, fy[8], fm[8];
+    for (int c = 8 * lane; c < C; c += 256) {
+      load8(fy, dy + r * C + c);
+      load8(fm, xm + r * C + c);
+#pragma unroll
+      for (int e = 0; e < 8; e++) dot += fy[e] * fm[e];
+    }
+    dot = warp_sum(dot) * rs / C;
+    for (int c = 8 * lane; c < C; c += 256) {  // dy and xm are still in L1
+      const long i = r * C + c;
+      float g[8], fx[8], f0[8], d0[8];
+      load8(fy, dy + i);
+      load8(fm, xm + i);
+      load8(g, dres + i);
+      load8(fx, x + i);
+      load8(f0, x0 + i);
+      load8(d0, dx0 + i);
+#pragma unroll
+      for (int e = 0; e < 8; e++) {
+        g[e] = round_to<T>(g[e] + rs * (fy[e] - fm[e] * rs * dot));
+        sr += g[e] * fx[e];
+        s0 += g[e] * f0[e];
+        d0[e] += b * g[e];
+        g[e] *= a;
+      }
+      store8(dx0 + i, d0);
+      store8(dx + i, g);
+    }
   }
   sr = block_sum(sr);
   s0 = block_sum(s0);
@@ -210,48 +257,59 @@ __global__ void sum_partials_kernel(float* out0, float* out1, const float* parti
   }
 }
 
-// Sixteen lanes per (row, head), so that each lane moves 4 features of each half at a time
-// (8-byte bf16 accesses); pairs (f, f + D/2) rotate together.
-constexpr int ROPE_LANES = 16;
+// Lanes per (row, head); pairs (f, f + D/2) rotate together. The forward moves 8 features of
+// each half a lane at a time (16-byte bf16 accesses), the backward 4 (8-byte): measured faster
+// each way (docs/PERF.md, 2026-12-03: the backward with 8 lanes of 8 took 0.52 ms a call
+// against 0.49).
+constexpr int ROPE_LANES = 8, ROPE_BWD_LANES = 16;
+
+// Sum over the aligned group of W lanes this lane belongs to (W a power of two, at most 32).
+template <int W>
+__device__ __forceinline__ float lane_group_sum(float v) {
+  const unsigned mask = (W == 32 ? 0xffffffffu : (1u << W) - 1u) << (threadIdx.x & (32 - W) & 31);
+  for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o);
+  return v;
+}
 
 template <typename T>
 __global__ void rope_qknorm_forward_kernel(T* out, float* rstd, const T* in, const float* cos_sin,
-                                           int rows, int T_, int heads, int D, float eps) {
+                                           int rows, int T_, int heads, int D, long ld, float eps) {
   const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / ROPE_LANES;  // (row, head)
   const int li = threadIdx.x % ROPE_LANES;
   if (w >= long(rows) * heads) return;
   const int pos = int((w / heads) % T_), half = D / 2;
   const float* cs = cos_sin + long(pos) * half;
   const float* sn = cos_sin + long(T_) * half + long(pos) * half;
-  const T* x = in + w * D;
-  T* y = out + w * D;
-  constexpr int MAXP = ROPE_MAX_D / 2 / (4 * ROPE_LANES);  // 4-feature chunks of each half per lane
-  float y1[MAXP][4], y2[MAXP][4];
+  const long at = (w / heads) * ld + (w % heads) * D;
+  const T* x = in + at;  // every lane reads its features before it writes them: out may be in
+  T* y = out + at;
+  constexpr int MAXP = ROPE_MAX_D / 2 / (8 * ROPE_LANES);  // 8-feature chunks of each half per lane
+  float y1[MAXP][8], y2[MAXP][8];
   float ss = 0.f;
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 4 * li + 4 * ROPE_LANES * j;
+    const int f = 8 * li + 8 * ROPE_LANES * j;
     if (f >= half) break;
-    float a[4], b[4], c[4], s[4];
-    load4(a, x + f);
-    load4(b, x + f + half);
-    load4(c, cs + f);
-    load4(s, sn + f);
+    float a[8], b[8], c[8], s[8];
+    load8(a, x + f);
+    load8(b, x + f + half);
+    load8(c, cs + f);
+    load8(s, sn + f);
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
+    for (int e = 0; e < 8; e++) {
       y1[j][e] = a[e] * c[e] + b[e] * s[e], y2[j][e] = -a[e] * s[e] + b[e] * c[e];
       ss += y1[j][e] * y1[j][e] + y2[j][e] * y2[j][e];
     }
   }
-  const float rs = rsqrtf(half_warp_sum(ss) / D + eps);
+  const float rs = rsqrtf(lane_group_sum<ROPE_LANES>(ss) / D + eps);
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 4 * li + 4 * ROPE_LANES * j;
+    const int f = 8 * li + 8 * ROPE_LANES * j;
     if (f >= half) break;
 #pragma unroll
-    for (int e = 0; e < 4; e++) y1[j][e] *= rs, y2[j][e] *= rs;
-    store4(y + f, y1[j]);
-    store4(y + f + half, y2[j]);
+    for (int e = 0; e < 8; e++) y1[j][e] *= rs, y2[j][e] *= rs;
+    store8(y + f, y1[j]);
+    store8(y + f + half, y2[j]);
   }
   if (li == 0) rstd[w] = rs;
 }
@@ -259,21 +317,22 @@ __global__ void rope_qknorm_forward_kernel(T* out, float* rstd, const T* in, con
 template <typename T>
 __global__ void rope_qknorm_backward_kernel(T* din, const T* dout, const T* out, const float* rstd,
                                             const float* cos_sin, int rows, int T_, int heads,
-                                            int D) {
-  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / ROPE_LANES;  // (row, head)
-  const int li = threadIdx.x % ROPE_LANES;
+                                            int D, long ld) {
+  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / ROPE_BWD_LANES;  // (row, head)
+  const int li = threadIdx.x % ROPE_BWD_LANES;
   if (w >= long(rows) * heads) return;
   const int pos = int((w / heads) % T_), half = D / 2;
   const float* cs = cos_sin + long(pos) * half;
   const float* sn = cos_sin + long(T_) * half + long(pos) * half;
   const float rs = rstd[w];
-  const T *dy = dout + w * D, *y = out + w * D;
-  constexpr int MAXP = ROPE_MAX_D / 2 / (4 * ROPE_LANES);
+  const long at = (w / heads) * ld + (w % heads) * D;
+  const T *dy = dout + at, *y = out + at;  // read before din is written: din may be dout
+  constexpr int MAXP = ROPE_MAX_D / 2 / (4 * ROPE_BWD_LANES);
   float g1[MAXP][4], g2[MAXP][4], y1[MAXP][4], y2[MAXP][4];
   float dot = 0.f;
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 4 * li + 4 * ROPE_LANES * j;
+    const int f = 4 * li + 4 * ROPE_BWD_LANES * j;
     if (f >= half) break;
     load4(g1[j], dy + f);
     load4(g2[j], dy + f + half);
@@ -282,10 +341,10 @@ __global__ void rope_qknorm_backward_kernel(T* din, const T* dout, const T* out,
 #pragma unroll
     for (int e = 0; e < 4; e++) dot += g1[j][e] * y1[j][e] + g2[j][e] * y2[j][e];
   }
-  dot = half_warp_sum(dot) / D;
+  dot = lane_group_sum<ROPE_BWD_LANES>(dot) / D;
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 4 * li + 4 * ROPE_LANES * j;
+    const int f = 4 * li + 4 * ROPE_BWD_LANES * j;
     if (f >= half) break;
     float c[4], s[4], d1[4], d2[4];
     load4(c, cs + f);
@@ -295,8 +354,8 @@ __global__ void rope_qknorm_backward_kernel(T* din, const T* dout, const T* out,
       const float a = rs * (g1[j][e] - y1[j][e] * dot), b = rs * (g2[j][e] - y2[j][e] * dot);
       d1[e] = a * c[e] - b * s[e], d2[e] = a * s[e] + b * c[e];
     }
-    store4(din + w * D + f, d1);
-    store4(din + w * D + f + half, d2);
+    store4(din + at + f, d1);
+    store4(din + at + f + half, d2);
   }
 }
 
@@ -304,38 +363,44 @@ __device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + expf(-x
 
 template <typename T>
 __global__ void ve_gate_forward_kernel(T* v, const T* logits, const T* ve_table, const int* tok,
-                                       int N, int Hkv, int D) {
+                                       int N, int Hkv, int D, long ld) {
   const long width = long(Hkv) * D;
   float fv[8], fe[8];
   GRID_STRIDE(i8, long(N) * width / 8) {  // D % 8 == 0: a chunk lies in one head
     const long i = 8 * i8, n = i / width, c = i % width;
     const float gate = 2.f * sigmoidf(to_f(logits[n * Hkv + c / D]));
-    load8(fv, v + i);
+    load8(fv, v + n * ld + c);
     load8(fe, ve_table + long(tok[n]) * width + c);
 #pragma unroll
     for (int e = 0; e < 8; e++) fv[e] += gate * fe[e];
-    store8(v + i, fv);
+    store8(v + n * ld + c, fv);
   }
 }
 
-// One warp per (n, kv head).
+// Sixteen lanes per (n, kv head), 8 features a lane at a time (16-byte bf16 accesses).
 template <typename T>
 __global__ void ve_gate_backward_kernel(T* dlogits, T* dve, const T* dv, const T* logits,
-                                        const T* ve_table, const int* tok, int N, int Hkv, int D) {
-  long w = warp_id();
-  int lane = threadIdx.x % 32;
+                                        const T* ve_table, const int* tok, int N, int Hkv, int D,
+                                        long ld) {
+  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / 16;
+  const int li = threadIdx.x % 16;
   if (w >= long(N) * Hkv) return;
   const long n = w / Hkv, width = long(Hkv) * D;
   const T* ve = ve_table + long(tok[n]) * width + (w % Hkv) * D;
   const float sg = sigmoidf(to_f(logits[w]));
-  float dgate = 0.f;
-  for (int d = 2 * lane; d < D; d += 64) {  // D % 2 == 0: pairs
-    const float2 g = load2(dv + w * D + d), e = load2(ve + d);
-    dgate += g.x * e.x + g.y * e.y;
-    store2(dve + w * D + d, 2.f * sg * g.x, 2.f * sg * g.y);
+  float dgate = 0.f, g[8], e[8];
+  for (int d = 8 * li; d < D; d += 128) {  // D % 8 == 0
+    load8(g, dv + n * ld + (w % Hkv) * D + d);
+    load8(e, ve + d);
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      dgate += g[k] * e[k];
+      g[k] *= 2.f * sg;
+    }
+    store8(dve + w * D + d, g);
   }
-  dgate = warp_sum(dgate);
-  if (lane == 0) dlogits[w] = from_f<T>(dgate * 2.f * sg * (1.f - sg));
+  dgate = lane_group_sum<16>(dgate);
+  if (li == 0) dlogits[w] = from_f<T>(dgate * 2.f * sg * (1.f - sg));
 }
 
 template <typename T>
@@ -361,12 +426,13 @@ __global__ void relu2_backward_kernel(T* dh, const T* h, long n) {
   }
 }
 
-// One block of CE_THREADS per row; each thread holds 16 consecutive logits in
-// registers (two 8-wide loads), so the logits are read once and written once as
-// gradients; one exp per logit. bf16 rows use the hardware tanh (tanh.approx,
+// One block of CE_THREADS per row; each thread holds CE_PER consecutive logits in
+// registers (8-wide loads), so the logits are read once and written once as
+// gradients; one exp per logit. (1024 threads of 8 beat 512 of 16 and 256 of 32, and
+// rows one after another in a block, at 262144 x 8192: docs/PERF.md, 2026-12-03.) bf16 rows use the hardware tanh (tanh.approx,
 // relative error ~2^-11, below the bf16 rounding of the logits themselves);
 // fp32 rows (the --check model) the exact tanhf.
-constexpr int CE_THREADS = 512, CE_PER = 16;  // V <= CE_PER * CE_THREADS = 8192
+constexpr int CE_THREADS = 1024, CE_PER = 8;  // V <= CE_PER * CE_THREADS = 8192
 __device__ __forceinline__ float fast_tanh(float x) {
   float y;
   asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -391,12 +457,12 @@ __global__ void __launch_bounds__(CE_THREADS) softcap_ce_kernel(T* dlogits, floa
   __shared__ float red[CE_THREADS / 32];
   const long r = blockIdx.x;
   const int i0 = CE_PER * threadIdx.x;
-  const bool mine = i0 < V;  // V % 16 == 0 (checked by the launcher)
+  const bool mine = i0 < V;  // V % CE_PER == 0 (checked by the launcher)
   const float inv_cap = 1.f / cap;
   float z[CE_PER], e[CE_PER];
   if (mine) {
-    load8(z, logits + r * V + i0);
-    load8(z + 8, logits + r * V + i0 + 8);
+#pragma unroll
+    for (int k = 0; k < CE_PER; k += 8) load8(z + k, logits + r * V + i0 + k);
 #pragma unroll
     for (int k = 0; k < CE_PER; k++) z[k] = cap * softcap_tanh<T>(z[k] * inv_cap);
   }
@@ -429,8 +495,8 @@ __global__ void __launch_bounds__(CE_THREADS) softcap_ce_kernel(T* dlogits, floa
     const float p = e[k] * inv_se - (i0 + k == tgt ? 1.f : 0.f);
     e[k] = dscale * p * (1.f - th * th);
   }
-  store8(dlogits + r * V + i0, e);
-  store8(dlogits + r * V + i0 + 8, e + 8);
+#pragma unroll
+  for (int k = 0; k < CE_PER; k += 8) store8(dlogits + r * V + i0 + k, e + k);
 }
 
 template <typename T>
@@ -499,20 +565,21 @@ void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float
 }
 
 template <typename T>
-void residual_mix_forward(T* out, const T* x, const T* x0, const float* lam_r, const float* lam_0,
-                          long n, cudaStream_t st) {
-  require_multiple(n, 8, "residual_mix_forward");
-  residual_mix_forward_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(out, x, x0, lam_r, lam_0, n);
+void residual_mix_rmsnorm_forward(T* xm, T* y, float* rstd, const T* x, const T* x0, const float* lam_r,
+                                  const float* lam_0, int N, int C, float eps, cudaStream_t st) {
+  require_multiple(C, 8, "residual_mix_rmsnorm_forward");
+  mix_rmsnorm_forward_kernel<<<warp_grid(N), BLOCK, 0, st>>>(xm, y, rstd, x, x0, lam_r, lam_0, N, C, eps);
   cudaLaunchCheck();
 }
 
 template <typename T>
-void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
-                           const T* dout, const T* x, const T* x0, const float* lam_r,
-                           const float* lam_0, long n, cudaStream_t st) {
-  require_multiple(n, 8, "residual_mix_backward");
-  residual_mix_backward_kernel<<<PARTIAL_BLOCKS, BLOCK, 0, st>>>(dx, dx0, partials, dout, x, x0,
-                                                                 lam_r, lam_0, n);
+void residual_mix_rmsnorm_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
+                                   const T* dres, const T* dy, const T* xm, const float* rstd, const T* x,
+                                   const T* x0, const float* lam_r, const float* lam_0, int N, int C,
+                                   cudaStream_t st) {
+  require_multiple(C, 8, "residual_mix_rmsnorm_backward");
+  mix_rmsnorm_backward_kernel<<<PARTIAL_BLOCKS, BLOCK, 0, st>>>(dx, dx0, partials, dres, dy, xm, rstd, x, x0,
+                                                                lam_r, lam_0, N, C);
   cudaLaunchCheck();
   sum_partials_kernel<<<1, BLOCK, 0, st>>>(dlam_r, dlam_0, partials, PARTIAL_BLOCKS);
   cudaLaunchCheck();
@@ -520,37 +587,42 @@ void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* p
 
 template <typename T>
 void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin, int rows, int T_,
-                         int heads, int D, float eps, cudaStream_t st) {
+                         int heads, int D, long ld, float eps, cudaStream_t st) {
   require_rope_head_dim(D);
+  require_row_stride(ld, long(heads) * D, "rope_qknorm_forward");
   rope_qknorm_forward_kernel<<<ceil_div(long(rows) * heads * ROPE_LANES, BLOCK), BLOCK, 0, st>>>(
-      out, rstd, in, cos_sin, rows, T_, heads, D, eps);
+      out, rstd, in, cos_sin, rows, T_, heads, D, ld, eps);
   cudaLaunchCheck();
 }
 
 template <typename T>
 void rope_qknorm_backward(T* din, const T* dout, const T* out, const float* rstd,
-                          const float* cos_sin, int rows, int T_, int heads, int D, cudaStream_t st) {
+                          const float* cos_sin, int rows, int T_, int heads, int D, long ld,
+                          cudaStream_t st) {
   require_rope_head_dim(D);
-  rope_qknorm_backward_kernel<<<ceil_div(long(rows) * heads * ROPE_LANES, BLOCK), BLOCK, 0, st>>>(
-      din, dout, out, rstd, cos_sin, rows, T_, heads, D);
+  require_row_stride(ld, long(heads) * D, "rope_qknorm_backward");
+  rope_qknorm_backward_kernel<<<ceil_div(long(rows) * heads * ROPE_BWD_LANES, BLOCK), BLOCK, 0, st>>>(
+      din, dout, out, rstd, cos_sin, rows, T_, heads, D, ld);
   cudaLaunchCheck();
 }
 
 template <typename T>
 void ve_gate_forward(T* v, const T* logits, const T* ve_table, const int* tok, int N, int Hkv, int D,
-                     cudaStream_t st) {
+                     long ld, cudaStream_t st) {
   require_multiple(D, 8, "ve_gate_forward");
+  require_row_stride(ld, long(Hkv) * D, "ve_gate_forward");
   ve_gate_forward_kernel<<<grid_for(long(N) * Hkv * D / 8), BLOCK, 0, st>>>(v, logits, ve_table, tok, N,
-                                                                        Hkv, D);
+                                                                        Hkv, D, ld);
   cudaLaunchCheck();
 }
 
 template <typename T>
 void ve_gate_backward(T* dlogits, T* dve, const T* dv, const T* logits, const T* ve_table,
-                      const int* tok, int N, int Hkv, int D, cudaStream_t st) {
-  require_multiple(D, 2, "ve_gate_backward");
-  ve_gate_backward_kernel<<<warp_grid(long(N) * Hkv), BLOCK, 0, st>>>(dlogits, dve, dv, logits,
-                                                                      ve_table, tok, N, Hkv, D);
+                      const int* tok, int N, int Hkv, int D, long ld, cudaStream_t st) {
+  require_multiple(D, 8, "ve_gate_backward");
+  require_row_stride(ld, long(Hkv) * D, "ve_gate_backward");
+  ve_gate_backward_kernel<<<ceil_div(long(N) * Hkv * 16, BLOCK), BLOCK, 0, st>>>(dlogits, dve, dv, logits,
+                                                                                ve_table, tok, N, Hkv, D, ld);
   cudaLaunchCheck();
 }
 
@@ -602,19 +674,21 @@ void add(T* out, const T* a, const T* b, long n, cudaStream_t st) {
   template void rmsnorm_forward<T>(T*, float*, const T*, int, int, float, cudaStream_t);       \
   template void rmsnorm_backward<T>(T*, const T*, const T*, const T*, const float*, int, int,  \
                                     cudaStream_t);                                             \
-  template void residual_mix_forward<T>(T*, const T*, const T*, const float*, const float*,    \
-                                        long, cudaStream_t);                                   \
-  template void residual_mix_backward<T>(T*, T*, float*, float*, float*, const T*, const T*,   \
-                                         const T*, const float*, const float*, long,           \
-                                         cudaStream_t);                                        \
+  template void residual_mix_rmsnorm_forward<T>(T*, T*, float*, const T*, const T*,           \
+                                                const float*, const float*, int, int, float,   \
+                                                cudaStream_t);                                 \
+  template void residual_mix_rmsnorm_backward<T>(T*, T*, float*, float*, float*, const T*,     \
+                                                 const T*, const T*, const float*, const T*,   \
+                                                 const T*, const float*, const float*, int,    \
+                                                 int, cudaStream_t);                           \
   template void rope_qknorm_forward<T>(T*, float*, const T*, const float*, int, int, int, int, \
-                                       float, cudaStream_t);                                   \
+                                       long, float, cudaStream_t);                             \
   template void rope_qknorm_backward<T>(T*, const T*, const T*, const float*, const float*,    \
-                                        int, int, int, int, cudaStream_t);                     \
-  template void ve_gate_forward<T>(T*, const T*, const T*, const int*, int, int, int,          \
+                                        int, int, int, int, long, cudaStream_t);               \
+  template void ve_gate_forward<T>(T*, const T*, const T*, const int*, int, int, int, long,    \
                                    cudaStream_t);                                              \
   template void ve_gate_backward<T>(T*, T*, const T*, const T*, const T*, const int*, int,     \
-                                    int, int, cudaStream_t);                                   \
+                                    int, int, long, cudaStream_t);                             \
   template void relu2_forward<T>(T*, const T*, long, cudaStream_t);                            \
   template void relu2_backward<T>(T*, const T*, long, cudaStream_t);                           \
   template void softcap_cross_entropy<T>(T*, float*, const T*, const int*, int, int,       \

@@ -1,6 +1,7 @@
 // The memory-bound layers of the model, forward and backward: token batches,
-// embeddings, RMSNorm, the residual/x0 mix, rotary + QK-norm, value-embedding
-// gates, relu², the soft-capped cross-entropy, casts and reductions.
+// embeddings, RMSNorm, the residual/x0 mix (fused with the RMSNorm after it),
+// rotary + QK-norm, value-embedding gates, relu², the soft-capped cross-entropy,
+// casts and reductions.
 // Templated on the activation type T: float (the --check model) or bf16.
 // Reductions are in a fixed order, so a run is reproducible bit for bit.
 #pragma once
@@ -44,35 +45,44 @@ template <typename T>
 void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float* rstd, int N, int C,
                       cudaStream_t st);
 
-/// out = lam_r[0] * x + lam_0[0] * x0 (lambdas on the device, one layer's entries).
+/// The residual mix and the RMSNorm after it, in one pass over rows of C:
+/// xm = lam_r[0] * x + lam_0[0] * x0 (lambdas on the device, one layer's entries; saved in T),
+/// y = rmsnorm(xm) as rmsnorm_forward, rstd (N,).
 template <typename T>
-void residual_mix_forward(T* out, const T* x, const T* x0, const float* lam_r, const float* lam_0,
-                          long n, cudaStream_t st);
-/// dx = lam_r * dout (dx may alias dout); dx0 += lam_0 * dout;
-/// dlam_r[0] += sum(dout * x); dlam_0[0] += sum(dout * x0). partials: (2 * 1024,) floats.
+void residual_mix_rmsnorm_forward(T* xm, T* y, float* rstd, const T* x, const T* x0, const float* lam_r,
+                                  const float* lam_0, int N, int C, float eps, cudaStream_t st);
+/// Their backward: g = dres + rmsnorm_backward(dy) (the gradient of xm, rounded to T), then
+/// dx = lam_r * g (dx may alias dres); dx0 += lam_0 * g; dlam_r[0] += sum(g * x);
+/// dlam_0[0] += sum(g * x0). partials: (2 * 1024,) floats of scratch.
 template <typename T>
-void residual_mix_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
-                           const T* dout, const T* x, const T* x0, const float* lam_r,
-                           const float* lam_0, long n, cudaStream_t st);
+void residual_mix_rmsnorm_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
+                                   const T* dres, const T* dy, const T* xm, const float* rstd, const T* x,
+                                   const T* x0, const float* lam_r, const float* lam_0, int N, int C,
+                                   cudaStream_t st);
 
 /// Per (row, head): out = rmsnorm(rope(in)) over D; rows are B*T tokens, position = row % T.
-/// cos_sin: (T, D/2) cos then (T, D/2) sin. rstd: (rows * heads,). D: a multiple of 8, at most 256.
+/// in and out: (rows, heads * D), rows ld apart (ld >= heads * D, a multiple of 8); out may be
+/// in. cos_sin: (T, D/2) cos then (T, D/2) sin. rstd: (rows * heads,). D: a multiple of 16, at
+/// most 256.
 template <typename T>
 void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin, int rows, int seq_len,
-                         int heads, int D, float eps, cudaStream_t st);
-/// din = ropeᵀ(rmsnorm_backward(dout)) using the normalized output `out`.
+                         int heads, int D, long ld, float eps, cudaStream_t st);
+/// din = ropeᵀ(rmsnorm_backward(dout)) using the normalized output `out`; all three ld apart,
+/// din may be dout.
 template <typename T>
 void rope_qknorm_backward(T* din, const T* dout, const T* out, const float* rstd,
-                          const float* cos_sin, int rows, int seq_len, int heads, int D, cudaStream_t st);
+                          const float* cos_sin, int rows, int seq_len, int heads, int D, long ld,
+                          cudaStream_t st);
 
-/// v (N, Hkv*D) += 2 * sigmoid(logits (N, Hkv)) * ve_table[tok[n]].
+/// v (N, Hkv*D), rows ld apart, += 2 * sigmoid(logits (N, Hkv)) * ve_table[tok[n]].
 template <typename T>
 void ve_gate_forward(T* v, const T* logits, const T* ve_table, const int* tok, int N, int Hkv, int D,
-                     cudaStream_t st);
-/// dlogits (N, Hkv) and dve (N, Hkv*D) (per position, before the table scatter) from dv.
+                     long ld, cudaStream_t st);
+/// dlogits (N, Hkv) and dve (N, Hkv*D) packed (per position, before the table scatter) from dv
+/// (rows ld apart).
 template <typename T>
 void ve_gate_backward(T* dlogits, T* dve, const T* dv, const T* logits, const T* ve_table,
-                      const int* tok, int N, int Hkv, int D, cudaStream_t st);
+                      const int* tok, int N, int Hkv, int D, long ld, cudaStream_t st);
 
 /// a = relu(h)²; backward: dh = da * 2 relu(h), in place over da.
 template <typename T>
@@ -80,7 +90,7 @@ void relu2_forward(T* a, const T* h, long n, cudaStream_t st);
 template <typename T>
 void relu2_backward(T* dh, const T* h, long n, cudaStream_t st);
 
-/// Per row of V logits (T, as the bf16 lm_head product leaves them; V % 16 == 0, V <= 8192):
+/// Per row of V logits (T, as the bf16 lm_head product leaves them; V % 8 == 0, V <= 8192):
 /// z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target].
 /// With dlogits: dlogits = dscale * (softmax(z) - onehot) * (1 - (z/cap)²).
 template <typename T>

@@ -1,7 +1,7 @@
 // Hopper's warpgroup matrix products (wgmma, sm_90a) as the attention kernels use
 // them: the 128-byte-swizzled shared-memory tile layout the products read, its
-// descriptors, the fences around an asynchronous product, and wrappers for the
-// three shapes needed.
+// descriptors, the fences around an asynchronous product, wrappers for the
+// four shapes needed, and the load of an A operand from a tile into registers.
 //
 // A warpgroup is 4 consecutive warps (a 128-thread block here). A product
 // D (64 x N, fp32) += A (64 x 16) * B (16 x N) is issued by all 128 threads;
@@ -76,6 +76,8 @@ __device__ __forceinline__ void wgmma_fence_regs(float (&d)[N][4]) {
 #define WGMMA_ACC32(d) WGMMA_ACC8(d, 0), WGMMA_ACC8(d, 2), WGMMA_ACC8(d, 4), WGMMA_ACC8(d, 6)
 #define WGMMA_ACC64(d) \
   WGMMA_ACC32(d), WGMMA_ACC8(d, 8), WGMMA_ACC8(d, 10), WGMMA_ACC8(d, 12), WGMMA_ACC8(d, 14)
+// An A fragment held in registers (four packed bf16 pairs), as asm operands.
+#define WGMMA_A_REGS(a) "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3])
 
 // accumulate 0: D = A * B; otherwise D += A * B.
 // D (64 x 64) (+)= A (64 x 16, shared, K-major) * B (16 x 64, shared, K-major).
@@ -85,6 +87,27 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[8][4], uint64_t de
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" WGMMA_REGS32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
       : WGMMA_ACC32(d)
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+// D (64 x 64) (+)= A (64 x 16, registers) * B (16 x 64, shared, K-major).
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[8][4], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" WGMMA_REGS32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : WGMMA_ACC32(d)
+      : WGMMA_A_REGS(a), "l"(desc_b), "r"(accumulate));
+}
+
+/// This warp's A fragment (16 rows 16 w .., 16 columns kk * 16 ..) of an sw128 tile of ROWS rows
+/// in shared memory, in the register layout above (one ldmatrix of four 8 x 8 matrices).
+template <int ROWS>
+__device__ __forceinline__ void sw128_load_a(uint32_t (&a)[4], const bf16* tile, int kk) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+  const int r = 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2), c = 2 * kk + lane / 16;
+  const uint32_t addr = smem_addr(reinterpret_cast<const char*>(tile) + sw128_offset<ROWS>(r, c));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr));
 }
 
 // D (64 x 128) (+)= A (64 x 16, shared, K-major) * B (16 x 128, shared, MN-major).
@@ -102,5 +125,5 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_mn(float (&d)[16][4], const 
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_REGS64 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
       : WGMMA_ACC64(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+      : WGMMA_A_REGS(a), "l"(desc_b), "r"(accumulate));
 }

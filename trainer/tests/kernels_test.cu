@@ -1,6 +1,7 @@
 // Kernel tests against CPU double-precision references on random inputs:
 // attention (fp32 reference kernels and bf16 flash kernels, forward and
-// backward, windows that cut through tiles), RMSNorm, rotary + QK-norm, the
+// backward, windows that cut through tiles, q/k/v as slices of one buffer),
+// RMSNorm, the residual mix with its RMSNorm, rotary + QK-norm (also strided, in place), the
 // soft-capped cross-entropy, the segmented embedding gradient (a token
 // frequent enough to span many segments) and the residual product matmul_add. Needs a GPU: exits 77 (skipped)
 // without one. Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels
@@ -117,27 +118,53 @@ AttnRef cpu_attention(const std::vector<float>& q, const std::vector<float>& k, 
   return r;
 }
 
+// Packed q, k, v; or (slices) q, k, v as the column blocks of one (B*T, QKV) buffer, as the
+// trainer's fused product leaves them, with dq, dk, dv written into another such buffer.
 template <typename T>
-void test_attention(AttnShape s, double tol_fwd, double tol_bwd) {
-  const long nq = long(s.B) * s.T * s.H * s.D, nk = long(s.B) * s.T * s.Hkv * s.D;
+void test_attention(AttnShape s, double tol_fwd, double tol_bwd, bool slices = false) {
+  const long rows = long(s.B) * s.T, HDq = long(s.H) * s.D, KV = long(s.Hkv) * s.D, QKV = HDq + 2 * KV;
+  const long nq = rows * HDq, nk = rows * KV;
   auto q = randn(nq, 1.5f), k = randn(nk, 1.5f), v = randn(nk), dout = randn(nq);
   AttnRef ref = cpu_attention(q, k, v, dout, s);
-  Dev<T> dq_(q), dk_(k), dv_(v), ddo(dout), o(nq), gq(nq), gk(nk), gv(nk);
+  std::vector<float> qkv(rows * QKV);  // the slices layout
+  for (long r = 0; r < rows; r++) {
+    std::copy(q.begin() + r * HDq, q.begin() + (r + 1) * HDq, qkv.begin() + r * QKV);
+    std::copy(k.begin() + r * KV, k.begin() + (r + 1) * KV, qkv.begin() + r * QKV + HDq);
+    std::copy(v.begin() + r * KV, v.begin() + (r + 1) * KV, qkv.begin() + r * QKV + HDq + KV);
+  }
+  if (slices) s.ld = int(QKV);
+  Dev<T> dqkv(qkv), gqkv(rows * QKV), dq_(q), dk_(k), dv_(v), ddo(dout), o(nq), gq(nq), gk(nk), gv(nk);
   Dev<float> lse(long(s.B) * s.H * s.T), scratch(long(attention_scratch_bytes<T>(s) / 4 + 1));
-  attention_forward<T>(o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
-  attention_backward<T>(gq.p, gk.p, gv.p, scratch.p, ddo.p, o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
+  if (slices) {
+    attention_forward<T>(o.p, lse.p, dqkv.p, dqkv.p + HDq, dqkv.p + HDq + KV, s, nullptr);
+    attention_backward<T>(gqkv.p, gqkv.p + HDq, gqkv.p + HDq + KV, scratch.p, ddo.p, o.p, lse.p, dqkv.p,
+                          dqkv.p + HDq, dqkv.p + HDq + KV, s, nullptr);
+  } else {
+    attention_forward<T>(o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
+    attention_backward<T>(gq.p, gk.p, gv.p, scratch.p, ddo.p, o.p, lse.p, dq_.p, dk_.p, dv_.p, s, nullptr);
+  }
   cudaCheck(cudaDeviceSynchronize());
+  std::vector<float> got_q = gq.get(), got_k = gk.get(), got_v = gv.get();
+  if (slices) {
+    const std::vector<float> g = gqkv.get();
+    for (long r = 0; r < rows; r++) {
+      std::copy(g.begin() + r * QKV, g.begin() + r * QKV + HDq, got_q.begin() + r * HDq);
+      std::copy(g.begin() + r * QKV + HDq, g.begin() + r * QKV + HDq + KV, got_k.begin() + r * KV);
+      std::copy(g.begin() + r * QKV + HDq + KV, g.begin() + (r + 1) * QKV, got_v.begin() + r * KV);
+    }
+  }
   char name[128];
   const char* type = sizeof(T) == 4 ? "fp32" : "bf16";
   auto label = [&](const char* what) {
-    std::snprintf(name, sizeof name, "attention %s %s T=%d H=%d/%d w=%d", type, what, s.T, s.H, s.Hkv, s.window);
+    std::snprintf(name, sizeof name, "attention %s %s T=%d H=%d/%d w=%d%s", type, what, s.T, s.H, s.Hkv,
+                  s.window, slices ? " qkv" : "");
     return name;
   };
   expect_close(label("out"), o.get(), ref.o, tol_fwd);
   expect_close(label("lse"), lse.get(), ref.lse, 1e-4);
-  expect_close(label("dq"), gq.get(), ref.dq, tol_bwd);
-  expect_close(label("dk"), gk.get(), ref.dk, tol_bwd);
-  expect_close(label("dv"), gv.get(), ref.dv, tol_bwd);
+  expect_close(label("dq"), got_q, ref.dq, tol_bwd);
+  expect_close(label("dk"), got_k, ref.dk, tol_bwd);
+  expect_close(label("dv"), got_v, ref.dv, tol_bwd);
 }
 
 template <typename T>
@@ -164,8 +191,53 @@ void test_rmsnorm(double tol) {
   expect_close(sizeof(T) == 4 ? "rmsnorm fp32 backward" : "rmsnorm bf16 backward", dDX.get(), dx, tol);
 }
 
+// The residual mix fused with the RMSNorm after it, forward and backward (the lambdas' sums
+// accumulate into non-zero values), against double precision.
 template <typename T>
-void test_rope_qknorm(double tol) {
+void test_mix_rmsnorm(double tol) {
+  const int N = 300, C = 512;
+  const long n = long(N) * C;
+  auto x = randn(n, 2.f), x0 = randn(n), dy = randn(n), dres = randn(n), dx0 = randn(n);
+  const float lam[2] = {0.75f, 0.3f}, dlam_init[2] = {0.5f, -0.25f}, eps = 0.0078125f;
+  std::vector<double> xm(n), y(n), dx(n), dx0_ref(n);
+  double dlam_r = dlam_init[0], dlam_0 = dlam_init[1];
+  for (int r = 0; r < N; r++) {
+    double ss = 0, dot = 0;
+    for (int c = 0; c < C; c++) {
+      const long i = long(r) * C + c;
+      xm[i] = double(lam[0]) * x[i] + double(lam[1]) * x0[i];
+      ss += xm[i] * xm[i];
+    }
+    const double rs = 1.0 / std::sqrt(ss / C + eps);
+    for (int c = 0; c < C; c++) dot += dy[long(r) * C + c] * xm[long(r) * C + c] * rs;
+    for (int c = 0; c < C; c++) {
+      const long i = long(r) * C + c;
+      y[i] = xm[i] * rs;
+      const double g = dres[i] + rs * (dy[i] - xm[i] * rs * dot / C);
+      dx[i] = lam[0] * g;
+      dx0_ref[i] = dx0[i] + lam[1] * g;
+      dlam_r += g * x[i];
+      dlam_0 += g * x0[i];
+    }
+  }
+  Dev<T> dX(x), dX0(x0), dXm(n), dY(n), dDy(dy), dG(dres), dD0(dx0);
+  Dev<float> rstd(N), lams(std::vector<float>{lam[0], lam[1]}), dlams(std::vector<float>{dlam_init[0], dlam_init[1]}),
+      partials(2 * 1024);
+  residual_mix_rmsnorm_forward<T>(dXm.p, dY.p, rstd.p, dX.p, dX0.p, lams.p, lams.p + 1, N, C, eps, nullptr);
+  residual_mix_rmsnorm_backward<T>(dG.p, dD0.p, dlams.p, dlams.p + 1, partials.p, dG.p, dDy.p, dXm.p, rstd.p, dX.p,
+                                   dX0.p, lams.p, lams.p + 1, N, C, nullptr);
+  const std::string name = std::string("mix+rmsnorm ") + (sizeof(T) == 4 ? "fp32" : "bf16");
+  expect_close((name + " xm").c_str(), dXm.get(), xm, tol);
+  expect_close((name + " forward").c_str(), dY.get(), y, tol);
+  expect_close((name + " dx (in place over dres)").c_str(), dG.get(), dx, tol);
+  expect_close((name + " dx0 (accumulated)").c_str(), dD0.get(), dx0_ref, tol);
+  expect_close((name + " dlambdas (accumulated)").c_str(), dlams.get(), {dlam_r, dlam_0}, tol);
+}
+
+// Packed; or in place over the first heads * D columns of rows ld apart, as the trainer runs it
+// over the q and k heads of its qkv buffer (the rest of each row must stay untouched).
+template <typename T>
+void test_rope_qknorm(double tol, bool in_place = false) {
   const int Tn = 64, heads = 3, D = 128, rows = 2 * Tn - 1, half = D / 2;  // an odd count of (row, head)
   auto x = randn(long(rows) * heads * D, 2.f), dout = randn(long(rows) * heads * D);
   std::vector<float> cs(size_t(Tn) * D);
@@ -200,12 +272,45 @@ void test_rope_qknorm(double tol) {
       din[w * D + f + half] = g[f] * s + g[f + half] * c;
     }
   }
-  Dev<T> dX(x), dO(long(x.size())), dG(dout), dI(long(x.size()));
   Dev<float> rstd(long(rows) * heads), dcs(cs);
-  rope_qknorm_forward<T>(dO.p, rstd.p, dX.p, dcs.p, rows, Tn, heads, D, float(eps), nullptr);
-  rope_qknorm_backward<T>(dI.p, dG.p, dO.p, rstd.p, dcs.p, rows, Tn, heads, D, nullptr);
-  expect_close(sizeof(T) == 4 ? "rope+qknorm fp32 forward" : "rope+qknorm bf16 forward", dO.get(), out, tol);
-  expect_close(sizeof(T) == 4 ? "rope+qknorm fp32 backward" : "rope+qknorm bf16 backward", dI.get(), din, tol);
+  const std::string name = std::string("rope+qknorm ") + (sizeof(T) == 4 ? "fp32" : "bf16");
+  if (!in_place) {
+    Dev<T> dX(x), dO(long(x.size())), dG(dout), dI(long(x.size()));
+    rope_qknorm_forward<T>(dO.p, rstd.p, dX.p, dcs.p, rows, Tn, heads, D, long(heads) * D, float(eps), nullptr);
+    rope_qknorm_backward<T>(dI.p, dG.p, dO.p, rstd.p, dcs.p, rows, Tn, heads, D, long(heads) * D, nullptr);
+    expect_close((name + " forward").c_str(), dO.get(), out, tol);
+    expect_close((name + " backward").c_str(), dI.get(), din, tol);
+    return;
+  }
+  const long width = long(heads) * D, ld = width + 2 * D;  // two more heads' worth of other data
+  auto wide = [&](const std::vector<float>& packed, const std::vector<float>& rest) {
+    std::vector<float> w(rows * ld);
+    for (long r = 0; r < rows; r++) {
+      std::copy(packed.begin() + r * width, packed.begin() + (r + 1) * width, w.begin() + r * ld);
+      std::copy(rest.begin() + r * (ld - width), rest.begin() + (r + 1) * (ld - width), w.begin() + r * ld + width);
+    }
+    return w;
+  };
+  auto narrow = [&](const std::vector<float>& w, bool tail) {  // the heads' columns, or the rest
+    std::vector<double> out;
+    for (long r = 0; r < rows; r++)
+      out.insert(out.end(), w.begin() + r * ld + (tail ? width : 0), w.begin() + r * ld + (tail ? ld : width));
+    return out;
+  };
+  const auto rest = randn(rows * (ld - width));
+  const std::vector<double> rest_d(rest.begin(), rest.end());
+  Dev<T> dY(wide(x, rest)), dG(wide(dout, rest));
+  rope_qknorm_forward<T>(dY.p, rstd.p, dY.p, dcs.p, rows, Tn, heads, D, ld, float(eps), nullptr);
+  rope_qknorm_backward<T>(dG.p, dG.p, dY.p, rstd.p, dcs.p, rows, Tn, heads, D, ld, nullptr);
+  const auto y = dY.get(), g = dG.get();
+  const auto got_y = narrow(y, false), got_g = narrow(g, false);
+  expect_close((name + " forward, in place, strided").c_str(), std::vector<float>(got_y.begin(), got_y.end()), out, tol);
+  expect_close((name + " backward, in place, strided").c_str(), std::vector<float>(got_g.begin(), got_g.end()), din, tol);
+  const auto tail_y = narrow(y, true), tail_g = narrow(g, true);
+  expect_close((name + " strided: other columns unchanged").c_str(), std::vector<float>(tail_y.begin(), tail_y.end()),
+               rest_d, 0.0);
+  expect_close((name + " strided: other gradient columns unchanged").c_str(),
+               std::vector<float>(tail_g.begin(), tail_g.end()), rest_d, 0.0);
 }
 
 template <typename T>
@@ -300,13 +405,22 @@ void test_matmul_add(double tol) {
 }
 
 // --bench: times the flash kernels at the training shape (one micro-batch of 128 x 2048,
-// 4 heads of 128), for a short and a long window; median of 5 after 2 warm-ups.
+// 4 heads of 128), for a short and a long window, with q, k, v packed and as the column
+// blocks of one buffer (the trainer's layout); median of 5 after 2 warm-ups.
 void bench_attention() {
+  for (int layout = 0; layout < 2; layout++)
   for (int window : {1024, 2048}) {
     AttnShape s{128, 2048, 4, 4, 128, window};
     const long n = long(s.B) * s.T * s.H * s.D, nl = long(s.B) * s.H * s.T;
+    const long width = long(s.H) * s.D;  // of q; k and v have as many heads here
     auto init = randn(n);
-    Dev<bf16> q(init), k(init), v(init), dout(init), o(n), dq(n), dk(n), dv(n);
+    Dev<bf16> qkv(3 * n), dqkv(3 * n), dout(init), o(n);
+    bf16 *q = qkv.p, *k = qkv.p + n, *v = qkv.p + 2 * n, *dq = dqkv.p, *dk = dqkv.p + n, *dv = dqkv.p + 2 * n;
+    if (layout == 1) {
+      s.ld = int(3 * width);
+      k = qkv.p + width, v = qkv.p + 2 * width, dk = dqkv.p + width, dv = dqkv.p + 2 * width;
+    }
+    for (bf16* t : {qkv.p, qkv.p + n, qkv.p + 2 * n}) cudaCheck(cudaMemcpy(t, dout.p, n * sizeof(bf16), cudaMemcpyDeviceToDevice));
     Dev<float> lse(nl), scratch(long(attention_scratch_bytes<bf16>(s) / 4 + 1));
     cudaEvent_t e0, e1;
     cudaCheck(cudaEventCreate(&e0));
@@ -325,16 +439,16 @@ void bench_attention() {
       std::sort(ms.begin(), ms.end());
       return ms[ms.size() / 2];
     };
-    float f = time_ms([&] { attention_forward<bf16>(o.p, lse.p, q.p, k.p, v.p, s, nullptr); });
+    float f = time_ms([&] { attention_forward<bf16>(o.p, lse.p, q, k, v, s, nullptr); });
     float b = time_ms([&] {
-      attention_backward<bf16>(dq.p, dk.p, dv.p, scratch.p, dout.p, o.p, lse.p, q.p, k.p, v.p, s, nullptr);
+      attention_backward<bf16>(dq, dk, dv, scratch.p, dout.p, o.p, lse.p, q, k, v, s, nullptr);
     });
     // useful work: causal pairs within the window, 4 * D flops per pair forward (QKᵀ, PV)
     double pairs = 0;
     for (int i = 0; i < s.T; i++) pairs += std::min(i, s.window) + 1;
     double fwd_flops = 4.0 * s.D * pairs * s.B * s.H;
-    std::printf("bench attention window %4d: forward %.2f ms (%.0f TFLOP/s), backward %.2f ms (%.0f TFLOP/s at 2.5x)\n",
-                window, f, fwd_flops / f / 1e9, b, 2.5 * fwd_flops / b / 1e9);
+    std::printf("bench attention window %4d%s: forward %.2f ms (%.0f TFLOP/s), backward %.2f ms (%.0f TFLOP/s at 2.5x)\n",
+                window, layout ? " qkv" : "    ", f, fwd_flops / f / 1e9, b, 2.5 * fwd_flops / b / 1e9);
   }
 }
 
@@ -356,10 +470,19 @@ int main(int argc, char** argv) {
     test_attention<float>(s, 1e-4, 1e-4);
     test_attention<bf16>(s, 2e-2, 3e-2);
   }
+  // q, k, v as column blocks of one buffer (the trainer's layout), grouped-query and not
+  for (AttnShape s : {AttnShape{1, 256, 4, 2, 128, 100}, AttnShape{2, 192, 2, 2, 128, 192}}) {
+    test_attention<float>(s, 1e-4, 1e-4, true);
+    test_attention<bf16>(s, 2e-2, 3e-2, true);
+  }
   test_rmsnorm<float>(1e-5);
   test_rmsnorm<bf16>(1e-2);
+  test_mix_rmsnorm<float>(1e-5);
+  test_mix_rmsnorm<bf16>(1e-2);
   test_rope_qknorm<float>(1e-5);
   test_rope_qknorm<bf16>(1e-2);
+  test_rope_qknorm<float>(1e-5, true);
+  test_rope_qknorm<bf16>(1e-2, true);
   test_cross_entropy<float>(1e-5);
   test_cross_entropy<bf16>(1e-2);
   test_embedding_backward<float>();
