@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "model/async_copy.cuh"
 #include "model/wgmma.cuh"
 
 namespace {
@@ -50,26 +51,6 @@ __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const flo
   a[1] = pack2f(c0[2], c0[3]);
   a[2] = pack2f(c1[0], c1[1]);
   a[3] = pack2f(c1[2], c1[3]);
-}
-
-// Asynchronous global -> shared copies (cp.async): a thread's copies of a group it committed
-// have landed once cp_async_wait() returns; fence_proxy_async() and a barrier then show them
-// to the products of the whole block.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most PENDING of this thread's committed groups are still in flight.
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
-// Makes the tiles of this thread's finished copies readable by the whole block's products.
-__device__ __forceinline__ void tiles_ready() {
-  cp_async_wait<0>();
-  fence_proxy_async();
-  __syncthreads();
 }
 
 // Starts copying a (TILE, COLS) bf16 tile from global (row r at src + r * stride) into the sw128

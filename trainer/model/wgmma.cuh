@@ -1,7 +1,7 @@
-// Hopper's warpgroup matrix products (wgmma, sm_90a) as the attention kernels use
+// Hopper's warpgroup matrix products (wgmma, sm_90a) as the tiled kernels use
 // them: the 128-byte-swizzled shared-memory tile layout the products read, its
 // descriptors, the fences around an asynchronous product, wrappers for the
-// four shapes needed, and the load of an A operand from a tile into registers.
+// shapes needed, and the load of an A operand from a tile into registers.
 //
 // A warpgroup is 4 consecutive warps (a 128-thread block here). A product
 // D (64 x N, fp32) += A (64 x 16) * B (16 x N) is issued by all 128 threads;
@@ -108,6 +108,15 @@ __device__ __forceinline__ void sw128_load_a(uint32_t (&a)[4], const bf16* tile,
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                : "r"(addr));
+}
+
+// D (64 x 128) (+)= A (64 x 16, shared, K-major) * B (16 x 128, shared, K-major).
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_REGS64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : WGMMA_ACC64(d)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
 // D (64 x 128) (+)= A (64 x 16, shared, K-major) * B (16 x 128, shared, MN-major).

@@ -18,6 +18,7 @@
 #include "model/layers.cuh"
 #include "model/matmul.cuh"
 #include "model/params.cuh"
+#include "tests/gpu_timer.h"
 
 namespace {
 
@@ -422,25 +423,8 @@ void bench_attention() {
     }
     for (bf16* t : {qkv.p, qkv.p + n, qkv.p + 2 * n}) cudaCheck(cudaMemcpy(t, dout.p, n * sizeof(bf16), cudaMemcpyDeviceToDevice));
     Dev<float> lse(nl), scratch(long(attention_scratch_bytes<bf16>(s) / 4 + 1));
-    cudaEvent_t e0, e1;
-    cudaCheck(cudaEventCreate(&e0));
-    cudaCheck(cudaEventCreate(&e1));
-    auto time_ms = [&](auto&& f) {
-      std::vector<float> ms;
-      for (int i = 0; i < 7; i++) {
-        cudaCheck(cudaEventRecord(e0));
-        f();
-        cudaCheck(cudaEventRecord(e1));
-        cudaCheck(cudaEventSynchronize(e1));
-        float t = 0;
-        cudaCheck(cudaEventElapsedTime(&t, e0, e1));
-        if (i >= 2) ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      return ms[ms.size() / 2];
-    };
-    float f = time_ms([&] { attention_forward<bf16>(o.p, lse.p, q, k, v, s, nullptr); });
-    float b = time_ms([&] {
+    float f = median_gpu_ms([&] { attention_forward<bf16>(o.p, lse.p, q, k, v, s, nullptr); });
+    float b = median_gpu_ms([&] {
       attention_backward<bf16>(dq, dk, dv, scratch.p, dout.p, o.p, lse.p, q, k, v, s, nullptr);
     });
     // useful work: causal pairs within the window, 4 * D flops per pair forward (QKᵀ, PV)
