@@ -406,12 +406,20 @@ int run_check(unsigned long seed) {
   bool ok = true;
   // GQA, windows S S L, value embeds on layers 0, 2 (q, k, v by three products); then as
   // many kv heads as query heads (one product for q, k, v, as the default model)
-  for (Config tiny : {Config{3, 256, 2, 1, 128, 512, 128, 48}, Config{2, 256, 2, 2, 128, 512, 128, 48}}) {
+  const std::pair<Config, bool> models[] = {{Config{3, 256, 2, 1, 128, 512, 128, 48}, false},
+                                            {Config{2, 256, 2, 2, 128, 512, 128, 48}, true}};
+  for (const auto& [tiny, one_product] : models) {
     const int B = 2;
     GPT<float> mf(tiny, B, st);
     GPT<bf16> mb(tiny, B, st);
     std::printf("check: depth %d, %d/%d heads, q/k/v %s\n", tiny.depth, tiny.n_head, tiny.n_kv_head,
                 mf.L[0].fused_qkv ? "in one product" : "in three products");
+    if (mf.L[0].fused_qkv != one_product || mb.L[0].fused_qkv != one_product) {
+      std::printf("FAIL: check: this model should compute q, k, v in %s (the parameter layout changed?)\n",
+                  one_product ? "one product" : "three products");
+      ok = false;
+      continue;
+    }
     BatchStager sf(mf.arena, B, tiny.seq_len, tiny.vocab), sb(mb.arena, B, tiny.seq_len, tiny.vocab);
     std::vector<uint16_t> rows(size_t(B) * (tiny.seq_len + 1));
     std::uniform_int_distribution<int> tok(0, tiny.vocab - 1);

@@ -23,3 +23,17 @@ __device__ __forceinline__ void tiles_ready() {
   __syncthreads();
 }
 
+/// Starts copying a (ROWS, COLS) bf16 tile from global (row r at src + r * stride) into the sw128
+/// tile s: 16 bytes per cp.async, consecutive threads on consecutive chunks of a row. NTHREADS
+/// threads share the copy, thread `tid` of them this one. The caller commits the group.
+template <int ROWS, int COLS, int NTHREADS>
+__device__ __forceinline__ void load_tile_sw128_async(bf16* s, const bf16* src, long stride, int tid) {
+  constexpr int PER_ROW = COLS / 8;
+  static_assert(ROWS * PER_ROW % NTHREADS == 0, "tile copy must split evenly over the threads");
+#pragma unroll
+  for (int n = 0; n < ROWS * PER_ROW / NTHREADS; n++) {
+    const int i = tid + n * NTHREADS, r = i / PER_ROW, c = i % PER_ROW;
+    cp_async16(reinterpret_cast<char*>(s) + sw128_offset<ROWS>(r, c), src + r * stride + c * 8);
+  }
+}
+

@@ -53,18 +53,10 @@ __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const flo
   a[3] = pack2f(c1[2], c1[3]);
 }
 
-// Starts copying a (TILE, COLS) bf16 tile from global (row r at src + r * stride) into the sw128
-// tile s: 16 bytes per cp.async, consecutive threads on consecutive chunks of a row.
-// NTHREADS threads share the copy, thread `tid` of them this one.
+// A (TILE, COLS) tile into the sw128 tile s (async_copy.cuh), shared by NTHREADS threads.
 template <int COLS, int NTHREADS = THREADS>
 __device__ __forceinline__ void load_tile_async(bf16* s, const bf16* src, long stride, int tid = threadIdx.x) {
-  constexpr int PER_ROW = COLS / 8;
-  static_assert(TILE * PER_ROW % NTHREADS == 0, "tile copy must split evenly over the threads");
-#pragma unroll
-  for (int n = 0; n < TILE * PER_ROW / NTHREADS; n++) {
-    const int i = tid + n * NTHREADS, r = i / PER_ROW, c = i % PER_ROW;
-    cp_async16(reinterpret_cast<char*>(s) + sw128_offset<TILE>(r, c), src + r * stride + c * 8);
-  }
+  load_tile_sw128_async<TILE, COLS, NTHREADS>(s, src, stride, tid);
 }
 
 // Dynamic shared memory rounded up to the 1024-byte alignment of sw128 tiles (launches ask
@@ -233,7 +225,7 @@ __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnS
 #pragma unroll
     for (int e = 0; e < 8; e++) acc += x[e] * y[e];
   }
-  acc = half_warp_sum(acc);
+  acc = lane_group_sum<16>(acc);
   const int h = w % s.H;
   const long bt = w / s.H;
   const int b = bt / s.T, i = bt % s.T;
@@ -478,6 +470,16 @@ __global__ void reference_backward_kernel(float* dq, float* dk, float* dv, const
   }
 }
 
+// Rows of q, k, v (and their gradients) hold at least a row's heads, and start 16 bytes apart
+// (the flash kernels copy them 16 bytes at a time).
+void check_row_strides(const AttnShape& s) {
+  if (s.q_ld() < long(s.H) * s.D || s.kv_ld() < long(s.Hkv) * s.D || s.q_ld() % 8 != 0 || s.kv_ld() % 8 != 0) {
+    std::fprintf(stderr, "FAIL: attention row strides %ld (q) and %ld (k, v) must be multiples of 8, at least %d and %d\n",
+                 s.q_ld(), s.kv_ld(), s.H * s.D, s.Hkv * s.D);
+    std::exit(1);
+  }
+}
+
 // Checks what the flash kernels need; returns the shape with the window capped at T (the same
 // pairs are visible, and window arithmetic cannot overflow).
 AttnShape flash_shape(AttnShape s) {
@@ -486,11 +488,7 @@ AttnShape flash_shape(AttnShape s) {
                  HD, TILE, s.D, s.T);
     std::exit(1);
   }
-  if (s.q_ld() % 8 != 0 || s.kv_ld() % 8 != 0 || std::max(s.q_ld(), s.kv_ld()) > (1L << 24)) {  // 16-byte rows for cp.async; int offsets in a tile
-    std::fprintf(stderr, "FAIL: flash attention needs row strides that are multiples of 8, at most 2^24 (got %ld, %ld)\n",
-                 s.q_ld(), s.kv_ld());
-    std::exit(1);
-  }
+  check_row_strides(s);
   s.window = std::min(s.window, s.T);
   return s;
 }
@@ -567,6 +565,7 @@ void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const
 template <>
 void attention_forward<float>(float* o, float* lse, const float* q, const float* k, const float* v,
                               AttnShape s, cudaStream_t stream) {
+  check_row_strides(s);
   reference_forward_kernel<<<dim3(s.T, s.B * s.H), 128, s.T * sizeof(float), stream>>>(
       o, lse, q, k, v, s, 1.0f / sqrtf(float(s.D)));
   cudaLaunchCheck();
@@ -585,6 +584,7 @@ void attention_backward<float>(float* dq, float* dk, float* dv, void* scratch, c
     std::fprintf(stderr, "FAIL: attention needs head_dim %% 8 == 0 (got %d)\n", s.D);
     std::exit(1);
   }
+  check_row_strides(s);
   float* delta = static_cast<float*>(scratch);
   long rows = long(s.B) * s.T * s.H;
   attn_delta_kernel<float><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);

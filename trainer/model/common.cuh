@@ -101,10 +101,12 @@ __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-// Sum over the 16 lanes of this half-warp (the other half may have returned already).
-__device__ __forceinline__ float half_warp_sum(float v) {
-  const unsigned mask = 0xffffu << (threadIdx.x & 16);
-  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o);
+// Sum over the aligned group of W lanes this lane belongs to (W a power of two, at most 32);
+// every lane of the group gets it (the warp's other groups may have returned already).
+template <int W>
+__device__ __forceinline__ float lane_group_sum(float v) {
+  const unsigned mask = (W == 32 ? 0xffffffffu : (1u << W) - 1u) << (threadIdx.x & (32 - W) & 31);
+  for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o);
   return v;
 }
 __device__ __forceinline__ float warp_max(float v) {

@@ -261,21 +261,13 @@ __global__ void sum_partials_kernel(float* out0, float* out1, const float* parti
 // each half a lane at a time (16-byte bf16 accesses), the backward 4 (8-byte): measured faster
 // each way (docs/PERF.md, 2026-12-03: the backward with 8 lanes of 8 took 0.52 ms a call
 // against 0.49).
-constexpr int ROPE_LANES = 8, ROPE_BWD_LANES = 16;
-
-// Sum over the aligned group of W lanes this lane belongs to (W a power of two, at most 32).
-template <int W>
-__device__ __forceinline__ float lane_group_sum(float v) {
-  const unsigned mask = (W == 32 ? 0xffffffffu : (1u << W) - 1u) << (threadIdx.x & (32 - W) & 31);
-  for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o);
-  return v;
-}
+constexpr int ROPE_FWD_LANES = 8, ROPE_BWD_LANES = 16;
 
 template <typename T>
 __global__ void rope_qknorm_forward_kernel(T* out, float* rstd, const T* in, const float* cos_sin,
                                            int rows, int T_, int heads, int D, long ld, float eps) {
-  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / ROPE_LANES;  // (row, head)
-  const int li = threadIdx.x % ROPE_LANES;
+  const long w = (long(blockIdx.x) * blockDim.x + threadIdx.x) / ROPE_FWD_LANES;  // (row, head)
+  const int li = threadIdx.x % ROPE_FWD_LANES;
   if (w >= long(rows) * heads) return;
   const int pos = int((w / heads) % T_), half = D / 2;
   const float* cs = cos_sin + long(pos) * half;
@@ -283,12 +275,12 @@ __global__ void rope_qknorm_forward_kernel(T* out, float* rstd, const T* in, con
   const long at = (w / heads) * ld + (w % heads) * D;
   const T* x = in + at;  // every lane reads its features before it writes them: out may be in
   T* y = out + at;
-  constexpr int MAXP = ROPE_MAX_D / 2 / (8 * ROPE_LANES);  // 8-feature chunks of each half per lane
+  constexpr int MAXP = ROPE_MAX_D / 2 / (8 * ROPE_FWD_LANES);  // 8-feature chunks of each half per lane
   float y1[MAXP][8], y2[MAXP][8];
   float ss = 0.f;
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 8 * li + 8 * ROPE_LANES * j;
+    const int f = 8 * li + 8 * ROPE_FWD_LANES * j;
     if (f >= half) break;
     float a[8], b[8], c[8], s[8];
     load8(a, x + f);
@@ -301,10 +293,10 @@ __global__ void rope_qknorm_forward_kernel(T* out, float* rstd, const T* in, con
       ss += y1[j][e] * y1[j][e] + y2[j][e] * y2[j][e];
     }
   }
-  const float rs = rsqrtf(lane_group_sum<ROPE_LANES>(ss) / D + eps);
+  const float rs = rsqrtf(lane_group_sum<ROPE_FWD_LANES>(ss) / D + eps);
 #pragma unroll
   for (int j = 0; j < MAXP; j++) {
-    const int f = 8 * li + 8 * ROPE_LANES * j;
+    const int f = 8 * li + 8 * ROPE_FWD_LANES * j;
     if (f >= half) break;
 #pragma unroll
     for (int e = 0; e < 8; e++) y1[j][e] *= rs, y2[j][e] *= rs;
@@ -428,10 +420,10 @@ __global__ void relu2_backward_kernel(T* dh, const T* h, long n) {
 
 // One block of CE_THREADS per row; each thread holds CE_PER consecutive logits in
 // registers (8-wide loads), so the logits are read once and written once as
-// gradients; one exp per logit. (1024 threads of 8 beat 512 of 16 and 256 of 32, and
-// rows one after another in a block, at 262144 x 8192: docs/PERF.md, 2026-12-03.) bf16 rows use the hardware tanh (tanh.approx,
-// relative error ~2^-11, below the bf16 rounding of the logits themselves);
-// fp32 rows (the --check model) the exact tanhf.
+// gradients; one exp per logit. 1024 threads of 8 measured faster than 512 of 16, 256
+// of 32 and several rows a block (262144 x 8192: docs/PERF.md, run 23). bf16 rows use
+// the hardware tanh (tanh.approx, relative error ~2^-11, below the bf16 rounding of the
+// logits themselves); fp32 rows (the --check model) the exact tanhf.
 constexpr int CE_THREADS = 1024, CE_PER = 8;  // V <= CE_PER * CE_THREADS = 8192
 __device__ __forceinline__ float fast_tanh(float x) {
   float y;
@@ -590,7 +582,7 @@ void rope_qknorm_forward(T* out, float* rstd, const T* in, const float* cos_sin,
                          int heads, int D, long ld, float eps, cudaStream_t st) {
   require_rope_head_dim(D);
   require_row_stride(ld, long(heads) * D, "rope_qknorm_forward");
-  rope_qknorm_forward_kernel<<<ceil_div(long(rows) * heads * ROPE_LANES, BLOCK), BLOCK, 0, st>>>(
+  rope_qknorm_forward_kernel<<<ceil_div(long(rows) * heads * ROPE_FWD_LANES, BLOCK), BLOCK, 0, st>>>(
       out, rstd, in, cos_sin, rows, T_, heads, D, ld, eps);
   cudaLaunchCheck();
 }

@@ -110,22 +110,23 @@ __device__ __forceinline__ void sw128_load_a(uint32_t (&a)[4], const bf16* tile,
                : "r"(addr));
 }
 
+// D (64 x 128) (+)= A (64 x 16, shared, K-major) * B (16 x 128, shared; B_MN_MAJOR: 1 MN-major,
+// 0 K-major).
+template <int B_MN_MAJOR>
+__device__ __forceinline__ void wgmma_m64n128k16_ss_any(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_REGS64 "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+      : WGMMA_ACC64(d)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(B_MN_MAJOR));
+}
 // D (64 x 128) (+)= A (64 x 16, shared, K-major) * B (16 x 128, shared, K-major).
 __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_REGS64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : WGMMA_ACC64(d)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  wgmma_m64n128k16_ss_any<0>(d, desc_a, desc_b, accumulate);
 }
-
 // D (64 x 128) (+)= A (64 x 16, shared, K-major) * B (16 x 128, shared, MN-major).
 __device__ __forceinline__ void wgmma_m64n128k16_ss_mn(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_REGS64 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
-      : WGMMA_ACC64(d)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  wgmma_m64n128k16_ss_any<1>(d, desc_a, desc_b, accumulate);
 }
 
 // D (64 x 128) (+)= A (64 x 16, registers) * B (16 x 128, shared, MN-major).

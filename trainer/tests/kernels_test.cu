@@ -3,14 +3,16 @@
 // backward, windows that cut through tiles, q/k/v as slices of one buffer),
 // RMSNorm, the residual mix with its RMSNorm, rotary + QK-norm (also strided, in place), the
 // soft-capped cross-entropy, the segmented embedding gradient (a token
-// frequent enough to span many segments) and the residual product matmul_add. Needs a GPU: exits 77 (skipped)
-// without one. Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels
+// frequent enough to span many segments) and the residual product matmul_add; first, without
+// a GPU, that the launchers refuse shapes their kernels cannot take. The rest needs a GPU:
+// exits 77 (skipped) without one. Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels
 // 2e-2 / 3e-2; the bf16 cross-entropy losses 1e-3 (hardware tanh).
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "model/attention.cuh"
@@ -409,36 +411,72 @@ void test_matmul_add(double tol) {
 // 4 heads of 128), for a short and a long window, with q, k, v packed and as the column
 // blocks of one buffer (the trainer's layout); median of 5 after 2 warm-ups.
 void bench_attention() {
-  for (int layout = 0; layout < 2; layout++)
-  for (int window : {1024, 2048}) {
-    AttnShape s{128, 2048, 4, 4, 128, window};
-    const long n = long(s.B) * s.T * s.H * s.D, nl = long(s.B) * s.H * s.T;
-    const long width = long(s.H) * s.D;  // of q; k and v have as many heads here
-    auto init = randn(n);
-    Dev<bf16> qkv(3 * n), dqkv(3 * n), dout(init), o(n);
-    bf16 *q = qkv.p, *k = qkv.p + n, *v = qkv.p + 2 * n, *dq = dqkv.p, *dk = dqkv.p + n, *dv = dqkv.p + 2 * n;
-    if (layout == 1) {
-      s.ld = int(3 * width);
-      k = qkv.p + width, v = qkv.p + 2 * width, dk = dqkv.p + width, dv = dqkv.p + 2 * width;
+  for (int layout = 0; layout < 2; layout++) {
+    for (int window : {1024, 2048}) {
+      AttnShape s{128, 2048, 4, 4, 128, window};
+      const long n = long(s.B) * s.T * s.H * s.D, nl = long(s.B) * s.H * s.T;
+      const long width = long(s.H) * s.D;  // of q; k and v have as many heads here
+      auto init = randn(n);
+      Dev<bf16> qkv(3 * n), dqkv(3 * n), dout(init), o(n);
+      bf16 *q = qkv.p, *k = qkv.p + n, *v = qkv.p + 2 * n, *dq = dqkv.p, *dk = dqkv.p + n, *dv = dqkv.p + 2 * n;
+      if (layout == 1) {
+        s.ld = int(3 * width);
+        k = qkv.p + width, v = qkv.p + 2 * width, dk = dqkv.p + width, dv = dqkv.p + 2 * width;
+      }
+      for (bf16* t : {qkv.p, qkv.p + n, qkv.p + 2 * n}) cudaCheck(cudaMemcpy(t, dout.p, n * sizeof(bf16), cudaMemcpyDeviceToDevice));
+      Dev<float> lse(nl), scratch(long(attention_scratch_bytes<bf16>(s) / 4 + 1));
+      float f = median_gpu_ms([&] { attention_forward<bf16>(o.p, lse.p, q, k, v, s, nullptr); });
+      float b = median_gpu_ms([&] {
+        attention_backward<bf16>(dq, dk, dv, scratch.p, dout.p, o.p, lse.p, q, k, v, s, nullptr);
+      });
+      // useful work: causal pairs within the window, 4 * D flops per pair forward (QKᵀ, PV)
+      double pairs = 0;
+      for (int i = 0; i < s.T; i++) pairs += std::min(i, s.window) + 1;
+      double fwd_flops = 4.0 * s.D * pairs * s.B * s.H;
+      std::printf("bench attention window %4d%s: forward %.2f ms (%.0f TFLOP/s), backward %.2f ms (%.0f TFLOP/s at 2.5x)\n",
+                  window, layout ? " qkv" : "    ", f, fwd_flops / f / 1e9, b, 2.5 * fwd_flops / b / 1e9);
     }
-    for (bf16* t : {qkv.p, qkv.p + n, qkv.p + 2 * n}) cudaCheck(cudaMemcpy(t, dout.p, n * sizeof(bf16), cudaMemcpyDeviceToDevice));
-    Dev<float> lse(nl), scratch(long(attention_scratch_bytes<bf16>(s) / 4 + 1));
-    float f = median_gpu_ms([&] { attention_forward<bf16>(o.p, lse.p, q, k, v, s, nullptr); });
-    float b = median_gpu_ms([&] {
-      attention_backward<bf16>(dq, dk, dv, scratch.p, dout.p, o.p, lse.p, q, k, v, s, nullptr);
-    });
-    // useful work: causal pairs within the window, 4 * D flops per pair forward (QKᵀ, PV)
-    double pairs = 0;
-    for (int i = 0; i < s.T; i++) pairs += std::min(i, s.window) + 1;
-    double fwd_flops = 4.0 * s.D * pairs * s.B * s.H;
-    std::printf("bench attention window %4d%s: forward %.2f ms (%.0f TFLOP/s), backward %.2f ms (%.0f TFLOP/s at 2.5x)\n",
-                window, layout ? " qkv" : "    ", f, fwd_flops / f / 1e9, b, 2.5 * fwd_flops / b / 1e9);
   }
+}
+
+// Shapes the kernels cannot take are refused by their launchers, with an error naming the
+// launcher and the value, before anything runs on the GPU: this part needs none.
+int expect_refusals() {
+  int refused_wrongly = 0;
+  auto expect_refused = [&](const char* what, auto&& launch) {
+    try {
+      launch();
+    } catch (const std::invalid_argument& e) {
+      std::printf("%-44s refused (%s) ok\n", what, e.what());
+      return;
+    }
+    std::printf("%-44s not refused FAILED\n", what);
+    refused_wrongly++;
+  };
+  bf16* p = nullptr;
+  float* f = nullptr;
+  expect_refused("rope forward, row stride below its heads",
+                 [&] { rope_qknorm_forward<bf16>(p, f, p, f, 4, 4, 2, 128, 128, 1e-6f, nullptr); });
+  expect_refused("rope backward, row stride not a multiple of 8",
+                 [&] { rope_qknorm_backward<bf16>(p, p, p, f, f, 4, 4, 2, 128, 260, nullptr); });
+  expect_refused("rope, head_dim not a multiple of 16",
+                 [&] { rope_qknorm_forward<bf16>(p, f, p, f, 4, 4, 2, 120, 240, 1e-6f, nullptr); });
+  expect_refused("value gate forward, row stride below its heads",
+                 [&] { ve_gate_forward<bf16>(p, p, p, nullptr, 4, 2, 128, 128, nullptr); });
+  expect_refused("value gate backward, row stride not a multiple of 8",
+                 [&] { ve_gate_backward<bf16>(p, p, p, p, p, nullptr, 4, 2, 128, 260, nullptr); });
+  expect_refused("mix + RMSNorm, row width not a multiple of 8",
+                 [&] { residual_mix_rmsnorm_forward<bf16>(p, p, f, p, p, f, f, 4, 100, 1e-6f, nullptr); });
+  return refused_wrongly;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (expect_refusals() != 0) {
+    std::printf("kernel tests: a bad shape was not refused\n");
+    return 1;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: kernel tests skipped\n");

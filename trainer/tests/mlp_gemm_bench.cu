@@ -40,18 +40,6 @@ constexpr int BM = 128, BN = 128, BK = 64, STAGES = 3, THREADS = 256;
 constexpr int A_STAGE = BM * BK, B_STAGE = BN * BK;  // bf16 elements of a stage's tiles
 constexpr int SMEM = STAGES * (A_STAGE + B_STAGE) * 2 + 1024;
 
-// Copies a (ROWS, COLS) bf16 tile (row r at src + r * stride) into the sw128 tile s.
-template <int ROWS, int COLS>
-__device__ __forceinline__ void load_tile(bf16* s, const bf16* src, long stride) {
-  constexpr int PER_ROW = COLS / 8;
-  static_assert(ROWS * PER_ROW % THREADS == 0, "tile copy must split evenly over the threads");
-#pragma unroll
-  for (int n = 0; n < ROWS * PER_ROW / THREADS; n++) {
-    const int i = threadIdx.x + n * THREADS, r = i / PER_ROW, c = i % PER_ROW;
-    cp_async16(reinterpret_cast<char*>(s) + sw128_offset<ROWS>(r, c), src + r * stride + c * 8);
-  }
-}
-
 enum class Epilogue { Relu2Forward, Relu2Backward };
 
 // grid (N / BN, M / BM). FORWARD: B is W_fc (N, K), K-major; out0 = h, out1 = relu(h)².
@@ -66,9 +54,11 @@ __global__ void __launch_bounds__(THREADS, 2) mlp_product_kernel(bf16* out0, bf1
   const int n0 = blockIdx.x * BN;
   const long m0 = long(blockIdx.y) * BM;
   auto load = [&](int kt, int st) {  // one cp.async group: A (BM, BK) and B's tile of step kt
-    load_tile<BM, BK>(sA + st * A_STAGE, A + m0 * K + kt * BK, K);
-    if constexpr (E == Epilogue::Relu2Forward) load_tile<BN, BK>(sB + st * B_STAGE, B + long(n0) * K + kt * BK, K);
-    else load_tile<BK, BN>(sB + st * B_STAGE, B + long(kt) * BK * N + n0, N);
+    load_tile_sw128_async<BM, BK, THREADS>(sA + st * A_STAGE, A + m0 * K + kt * BK, K, threadIdx.x);
+    if constexpr (E == Epilogue::Relu2Forward)
+      load_tile_sw128_async<BN, BK, THREADS>(sB + st * B_STAGE, B + long(n0) * K + kt * BK, K, threadIdx.x);
+    else
+      load_tile_sw128_async<BK, BN, THREADS>(sB + st * B_STAGE, B + long(kt) * BK * N + n0, N, threadIdx.x);
     cp_async_commit();
   };
   const int steps = K / BK;
