@@ -17,6 +17,7 @@
 #include "model/batch_stager.cuh"
 #include "model/layers.cuh"
 #include "model/matmul.cuh"
+#include "model/mlp_product.cuh"
 #include "model/optim.cuh"
 #include "model/params.cuh"
 #include "model/twin_dump.cuh"
@@ -246,8 +247,7 @@ struct GPT {
       attention_forward(l.att, l.lse, l.qkv, l.qkv + qkv_col(1), v, attn_shape(i), st);
       linear_forward_add(blas, l.xa, l.xm, l.att, p.wt(l.c_proj), N, HD, C);  // xa = xm + attn
       rmsnorm_forward(l.n2, l.rstd2, l.xa, N, C, NORM_EPS, st);
-      linear_forward(blas, l.h, l.n2, p.wt(l.c_fc), N, C, F);
-      relu2_forward(l.a, l.h, N * F, st);
+      linear_relu2_forward(blas, l.h, l.a, l.n2, p.wt(l.c_fc), N, C, F);  // h, a = relu(h)²
       linear_forward_add(blas, x_out, l.xa, l.a, p.wt(l.mlp_proj), N, F, C);  // x = xa + mlp
     }
     rmsnorm_forward(xf, rstdf, xlast, N, C, NORM_EPS, st);
@@ -268,8 +268,7 @@ struct GPT {
       Layer& l = L[i];
       // x_out = xa + relu²(n2 · W_fcᵀ) · W_projᵀ
       linear_backward_weight(blas, p.g(l.mlp_proj), dX, l.a, N, F, C);
-      linear_backward_input(blas, dh, dX, p.wt(l.mlp_proj), N, F, C);
-      relu2_backward(dh, l.h, N * F, st);
+      linear_backward_input_relu2(blas, dh, dX, p.wt(l.mlp_proj), l.h, N, F, C);  // dh = d(a) * 2 relu(h)
       linear_backward_weight(blas, p.g(l.c_fc), dh, l.n2, N, C, F);
       linear_backward_input(blas, dn, dh, p.wt(l.c_fc), N, C, F);
       rmsnorm_backward(dX, dX, dn, l.xa, l.rstd2, N, C, st);  // dX = d xa

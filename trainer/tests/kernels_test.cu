@@ -3,8 +3,9 @@
 // backward, windows that cut through tiles, q/k/v as slices of one buffer),
 // RMSNorm, the residual mix with its RMSNorm, rotary + QK-norm (also strided, in place), the
 // soft-capped cross-entropy, the segmented embedding gradient (a token
-// frequent enough to span many segments) and the residual product matmul_add; first, without
-// a GPU, that the launchers refuse shapes their kernels cannot take. The rest needs a GPU:
+// frequent enough to span many segments), the residual product matmul_add and the fused relu²
+// products; first, without a GPU, that the launchers refuse shapes their kernels cannot take.
+// The rest needs a GPU:
 // exits 77 (skipped) without one. Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels
 // 2e-2 / 3e-2; the bf16 cross-entropy losses 1e-3 (hardware tanh).
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "model/batch_stager.cuh"
 #include "model/layers.cuh"
 #include "model/matmul.cuh"
+#include "model/mlp_product.cuh"
 #include "model/params.cuh"
 #include "tests/gpu_timer.h"
 
@@ -407,6 +409,59 @@ void test_matmul_add(double tol) {
   }
 }
 
+// The fused relu² products (mlp_product.cuh), for both block tilings. Small: against a
+// double-precision product of the same bf16 inputs (h rounded to bf16 before relu², as the
+// kernels do), tol 1e-2. Large (more tiles than blocks, so a block walks several): against the
+// two-kernel path, cuBLAS then the relu² kernel, which rounds the same way, tol 1e-3.
+void test_relu2_products() {
+  Blas blas(nullptr);
+  for (int variant = 0; variant < RELU2_VARIANTS; variant++) {
+    {
+      const int rows = 512, in = 192, out = 256;  // forward: x (rows, in) · W (out, in)ᵀ
+      auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.1f), dy = randn(long(rows) * in);
+      auto hb = randn(long(rows) * out);  // the backward's h: (rows, out), both signs
+      std::vector<double> h_ref(long(rows) * out), a_ref(h_ref.size()), dh_ref(h_ref.size());
+      for (int i = 0; i < rows; i++)
+        for (int j = 0; j < out; j++) {
+          double fwd = 0, bwd = 0;  // bwd: (dy (rows, in) · W2 (in, out)) with W2 = W reshaped
+          for (int k = 0; k < in; k++) {
+            fwd += double(x[long(i) * in + k]) * w[long(j) * in + k];
+            bwd += double(dy[long(i) * in + k]) * w[long(k) * out + j];
+          }
+          const long e = long(i) * out + j;
+          h_ref[e] = host_bf16_round(float(fwd));
+          a_ref[e] = std::max(h_ref[e], 0.0) * std::max(h_ref[e], 0.0);
+          dh_ref[e] = double(host_bf16_round(float(bwd))) * 2.0 * std::max(double(hb[e]), 0.0);
+        }
+      Dev<bf16> dx(x), dw(w), ddy(dy), dhb(hb), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
+      linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr, variant);
+      // backward as the trainer calls it: dh (rows, out) = dy (rows, in) · W2, W2 (in, out)
+      linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, dhb.p, rows, out, in, nullptr, variant);
+      const std::string tag = " (variant " + std::to_string(variant) + ")";
+      expect_close(("fused relu² forward h" + tag).c_str(), h.get(), h_ref, 1e-2);
+      expect_close(("fused relu² forward relu(h)²" + tag).c_str(), a.get(), a_ref, 1e-2);
+      expect_close(("fused relu² backward dh" + tag).c_str(), dh.get(), dh_ref, 1e-2);
+    }
+    {
+      const int rows = 8192, in = 512, out = 1024;
+      auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.05f), dy = randn(long(rows) * in);
+      Dev<bf16> dx(x), dw(w), ddy(dy), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
+      Dev<bf16> h2(long(rows) * out), a2(long(rows) * out), dh2(long(rows) * out);
+      linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr, variant);
+      linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, h.p, rows, out, in, nullptr, variant);
+      linear_forward(blas, h2.p, dx.p, dw.p, rows, in, out);
+      relu2_forward(a2.p, h2.p, long(rows) * out, nullptr);
+      linear_backward_input(blas, dh2.p, ddy.p, dw.p, rows, out, in);
+      relu2_backward(dh2.p, h2.p, long(rows) * out, nullptr);
+      auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+      const std::string tag = " vs cuBLAS (" + std::to_string(variant) + ")";
+      expect_close(("fused relu² forward h" + tag).c_str(), h.get(), as_double(h2.get()), 1e-3);
+      expect_close(("fused relu² forward relu(h)²" + tag).c_str(), a.get(), as_double(a2.get()), 1e-3);
+      expect_close(("fused relu² backward dh" + tag).c_str(), dh.get(), as_double(dh2.get()), 1e-3);
+    }
+  }
+}
+
 // --bench: times the flash kernels at the training shape (one micro-batch of 128 x 2048,
 // 4 heads of 128), for a short and a long window, with q, k, v packed and as the column
 // blocks of one buffer (the trainer's layout); median of 5 after 2 warm-ups.
@@ -467,6 +522,10 @@ int expect_refusals() {
                  [&] { ve_gate_backward<bf16>(p, p, p, p, p, nullptr, 4, 2, 128, 260, nullptr); });
   expect_refused("mix + RMSNorm, row width not a multiple of 8",
                  [&] { residual_mix_rmsnorm_forward<bf16>(p, p, f, p, p, f, f, 4, 100, 1e-6f, nullptr); });
+  expect_refused("fused relu² forward, rows not a multiple of its tile",
+                 [&] { linear_relu2_forward_fused(p, p, p, p, 300, 512, 2048, nullptr); });
+  expect_refused("fused relu² backward, width not a multiple of 128",
+                 [&] { linear_backward_input_relu2_fused(p, p, p, p, 512, 200, 512, nullptr); });
   return refused_wrongly;
 }
 
@@ -511,6 +570,7 @@ int main(int argc, char** argv) {
   test_embedding_backward<bf16>();
   test_matmul_add<float>(1e-5);
   test_matmul_add<bf16>(1e-2);
+  test_relu2_products();
   std::printf(failures ? "kernel tests: %d FAILED\n" : "kernel tests: all passed\n", failures);
   return failures ? 1 : 0;
 }

@@ -1,0 +1,59 @@
+// The two matrix products next to the MLP's relu², with relu² in their epilogues, so that
+// relu²'s own passes over the (rows, 4 C) activations disappear:
+//   forward:  h (rows, out) = x (rows, in) · W_fcᵀ (W_fc (out, in)) and a = relu(h)², both written;
+//   backward: dh (rows, in) = (dy (rows, out) · W_proj) * 2 relu(h) (W_proj (out, in), h (rows, in)).
+// bf16 kernels of our own (sm_90a: warpgroup products fed by TMA loads from a producer warp, a
+// persistent grid, the output staged in shared memory and written by TMA stores). They round
+// as cuBLAS + relu2_forward / relu2_backward do (the product rounded to bf16 before relu²);
+// kernels_test holds the two paths to each other and to a double-precision product.
+// linear_relu2_forward / linear_backward_input_relu2 take the fused kernels where the shapes
+// fit and the two-kernel path otherwise (fp32, odd shapes).
+#pragma once
+
+#include <initializer_list>
+#include <type_traits>
+
+#include "model/layers.cuh"
+#include "model/matmul.cuh"
+
+/// Kernel variants (mlp_gemm_bench compares them): 0, 1: 128-row tiles, two blocks a
+/// multiprocessor of one consumer warpgroup, 2 stages; 2, 3: 256-row tiles, one block of two
+/// consumer warpgroups sharing each loaded W tile, 3 stages. Even: a stage is freed when its
+/// products are done; odd: one product group is left running.
+constexpr int RELU2_VARIANTS = 4, RELU2_VARIANT = 0;
+inline int relu2_tile_rows(int variant) { return variant < 2 ? 128 : 256; }
+
+/// Whether the fused kernels take a product with `rows` rows, an output `width` and a summed
+/// dimension `summed`: rows % tile_rows == 0, width % 128 == 0, summed % 64 == 0, every
+/// pointer 16-byte aligned.
+bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<const void*> ptrs,
+                        int tile_rows = relu2_tile_rows(RELU2_VARIANT));
+
+/// The fused forward (shapes as above); throws std::invalid_argument where they do not fit.
+void linear_relu2_forward_fused(bf16* h, bf16* a, const bf16* x, const bf16* w, int rows, int in, int out,
+                                cudaStream_t st, int variant = RELU2_VARIANT);
+/// The fused backward input product; throws std::invalid_argument where the shapes do not fit.
+void linear_backward_input_relu2_fused(bf16* dh, const bf16* dy, const bf16* w, const bf16* h, int rows, int in,
+                                       int out, cudaStream_t st, int variant = RELU2_VARIANT);
+
+/// h = x · Wᵀ, a = relu(h)² (h, a: (rows, out)).
+template <typename T>
+void linear_relu2_forward(const Blas& b, T* h, T* a, const T* x, const T* w, int rows, int in, int out) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (relu2_product_fits(rows, out, in, {h, a, x, w})) return linear_relu2_forward_fused(h, a, x, w, rows, in, out, b.stream);
+  }
+  linear_forward(b, h, x, w, rows, in, out);
+  relu2_forward(a, h, long(rows) * out, b.stream);
+}
+/// dh (rows, in) = (dy · W) * 2 relu(h): the input gradient of a = relu(h)² through the layer
+/// y = a · Wᵀ (W (out, in)).
+template <typename T>
+void linear_backward_input_relu2(const Blas& b, T* dh, const T* dy, const T* w, const T* h, int rows, int in,
+                                 int out) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (relu2_product_fits(rows, in, out, {dh, dy, w, h}))
+      return linear_backward_input_relu2_fused(dh, dy, w, h, rows, in, out, b.stream);
+  }
+  linear_backward_input(b, dh, dy, w, rows, in, out);
+  relu2_backward(dh, h, long(rows) * in, b.stream);
+}
