@@ -1,16 +1,17 @@
 // The fused relu² products (mlp_product.cuh): one persistent kernel, templated on the epilogue
-// (forward or backward) and on the consumer warpgroups a block (WGS), then its launchers.
+// (forward or backward), then its launchers.
 //
-// A block is WGS consumer warpgroups and one producer warp, and walks the output tiles
-// blockIdx.x, + gridDim.x, ... (tile = (128 WGS rows, 128 columns), columns fastest, so the
-// blocks running at once share the same rows of A in L2). Lane 0 of the producer warp streams
-// the (A, B) k-steps of its tiles through a ring of STAGES shared-memory stages, each guarded by
-// a `full` (TMA bytes landed) and an `empty` (every consumer thread done reading) mbarrier.
-// Consumer warpgroup w owns rows 128 w .. 128 w + 127 of the tile (two 64-row halves, 128 fp32
-// accumulators a thread), keeps one product group in flight, and in its epilogue writes the
-// tile in bf16 into its own (128, 128) staging tile in the sw128 layout, which its leader
-// stores by TMA while the next tile's products run. The backward's h tile is loaded into the
-// same staging tile at the start of the tile, and read back in place.
+// A block (one a multiprocessor: 209 KB of shared memory) is two consumer warpgroups and one
+// producer warp, and walks the output tiles blockIdx.x, + gridDim.x, ... (a tile is 256 rows
+// by 128 columns, columns fastest, so the blocks running at once share the same rows of A in
+// L2). Lane 0 of the producer warp streams the (A, B) k-steps of its tiles through a ring of 3
+// shared-memory stages, each guarded by a `full` (TMA bytes landed) and an `empty` (every
+// consumer thread done reading) mbarrier. Consumer warpgroup w owns rows 128 w .. 128 w + 127
+// of the tile (two 64-row halves, 128 fp32 accumulators a thread), both reading the same W
+// tile of a stage (85 FLOP a loaded byte, against 64 for 128-row tiles). In its epilogue a
+// warpgroup writes its rows in bf16 into its own (128, 128) staging tile in the sw128 layout,
+// which its leader stores by TMA while the next tile's products run. The backward's h tile is
+// loaded by TMA into the same staging tile and read back in place.
 #include "model/mlp_product.cuh"
 
 #include <algorithm>
@@ -23,20 +24,14 @@ namespace {
 
 enum class Epilogue { Forward, Backward };
 
-constexpr int TILE_N = 128, TILE_K = 64;
-constexpr int OUT_TILE_BYTES = 128 * 128 * 2;  // a warpgroup's (128, 128) bf16 staging tile
-
-template <int WGS, int STAGES_, int IN_FLIGHT_>
-struct Relu2Config {
-  static constexpr int ROWS = 128 * WGS;
-  static constexpr int A_BYTES = ROWS * TILE_K * 2, B_BYTES = TILE_N * TILE_K * 2;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-  static constexpr int STAGES = STAGES_;
-  static constexpr int IN_FLIGHT = IN_FLIGHT_;            // product groups left running when a stage is freed
-  static constexpr int BLOCKS_PER_SM = WGS == 1 ? 2 : 1;  // 97 KB or 209 KB of shared memory
-  static constexpr int THREADS = 128 * WGS + 32;
-  static constexpr int SMEM = STAGES * STAGE_BYTES + WGS * OUT_TILE_BYTES + 1024 + 128;
-};
+// Tiles: (TILE_M, TILE_N) of the output a block at a time, TILE_K of the summed dimension a stage.
+constexpr int WGS = 2;                                        // consumer warpgroups a block
+constexpr int TILE_M = 128 * WGS, TILE_N = 128, TILE_K = 64;
+constexpr int A_BYTES = TILE_M * TILE_K * 2, B_BYTES = TILE_N * TILE_K * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int STAGES = 3;                                     // what fits beside the staging tiles
+constexpr int OUT_TILE_BYTES = 128 * 128 * 2;                 // a warpgroup's (128, 128) bf16 staging tile
+constexpr int THREADS = 128 * WGS + 32;                       // and the producer warp
+constexpr int SMEM = STAGES * STAGE_BYTES + WGS * OUT_TILE_BYTES + 1024 + 128;  // 209 KB: one block an SM
 
 // Byte offset of element (r, c) of a (128, 128) bf16 tile in the sw128 layout.
 __device__ __forceinline__ int staged(int r, int c) { return sw128_offset<128>(r, c / 8) + (c % 8) * 2; }
@@ -46,19 +41,18 @@ __device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync 
 
 // Forward: A = x (M, K), B = W_fc (N, K); out0 = h, out1 = relu(h)².
 // Backward: A = dy (M, K), B = W_proj (K, N); out0 = dh, map_h = h (M, N).
-template <Epilogue E, typename Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::BLOCKS_PER_SM)
+template <Epilogue E, bool H_AT_START>
+__global__ void __launch_bounds__(THREADS, 1)
     relu2_product_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                          const __grid_constant__ CUtensorMap map_out0, const __grid_constant__ CUtensorMap map_out1,
                          const __grid_constant__ CUtensorMap map_h, int M, int N, int K) {
-  constexpr int STAGES = Cfg::STAGES, WGS = Cfg::ROWS / 128;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // stage s: A, then B
-  unsigned char* staging = ring + STAGES * Cfg::STAGE_BYTES;
+  unsigned char* staging = ring + STAGES * STAGE_BYTES;
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + WGS * OUT_TILE_BYTES);
   uint64_t* empty = full + STAGES;
   uint64_t* h_ready = empty + STAGES;  // one a warpgroup
-  const int tiles_n = N / TILE_N, tiles = (M / Cfg::ROWS) * tiles_n, steps = K / TILE_K;
+  const int tiles_n = N / TILE_N, tiles = (M / TILE_M) * tiles_n, steps = K / TILE_K;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 128 * WGS);
     for (int w = 0; w < WGS; w++) mbar_init(&h_ready[w], 1);
@@ -70,13 +64,13 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::BLOCKS_PER_SM)
     if (threadIdx.x != 128 * WGS) return;
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const int m0 = (tile / tiles_n) * Cfg::ROWS, n0 = (tile % tiles_n) * TILE_N;
+      const int m0 = (tile / tiles_n) * TILE_M, n0 = (tile % tiles_n) * TILE_N;
       for (int kt = 0; kt < steps; kt++, it++) {
         const int s = it % STAGES;
         if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // the consumers freed it
-        unsigned char* sa = ring + s * Cfg::STAGE_BYTES;
-        unsigned char* sb = sa + Cfg::A_BYTES;
-        mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
+        unsigned char* sa = ring + s * STAGE_BYTES;
+        unsigned char* sb = sa + A_BYTES;
+        mbar_expect_tx(&full[s], STAGE_BYTES);
         tma_load(sa, &map_a, kt * TILE_K, m0, &full[s]);  // (ROWS, 64) of A
         if constexpr (E == Epilogue::Forward) {
           tma_load(sb, &map_b, kt * TILE_K, n0, &full[s]);  // W_fc rows n0.., columns kt * 64..
@@ -96,8 +90,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::BLOCKS_PER_SM)
   int it = 0;
   uint32_t h_parity = 0;
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int m0 = (tile / tiles_n) * Cfg::ROWS + 128 * wg, n0 = (tile % tiles_n) * TILE_N;
-    if constexpr (E == Epilogue::Backward) {  // h's tile, once the last tile's stores have read the staging tile
+    const int m0 = (tile / tiles_n) * TILE_M + 128 * wg, n0 = (tile % tiles_n) * TILE_N;
+    if constexpr (E == Epilogue::Backward && H_AT_START) {  // h's tile, once the last tile's stores have read the staging tile
       if (leader) {
         tma_store_wait_read();
         mbar_expect_tx(&h_ready[wg], OUT_TILE_BYTES);
@@ -109,8 +103,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::BLOCKS_PER_SM)
     for (int kt = 0; kt < steps; kt++, it++) {
       const int s = it % STAGES;
       mbar_wait(&full[s], (it / STAGES) & 1);
-      const bf16* sa = reinterpret_cast<const bf16*>(ring + s * Cfg::STAGE_BYTES) + wg * 128 * TILE_K;
-      const bf16* sb = reinterpret_cast<const bf16*>(ring + s * Cfg::STAGE_BYTES + Cfg::A_BYTES);
+      const bf16* sa = reinterpret_cast<const bf16*>(ring + s * STAGE_BYTES) + wg * 128 * TILE_K;
+      const bf16* sb = reinterpret_cast<const bf16*>(ring + s * STAGE_BYTES + A_BYTES);
       wgmma_fence();
 #pragma unroll
       for (int half = 0; half < 2; half++)
@@ -122,21 +116,22 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::BLOCKS_PER_SM)
             wgmma_m64n128k16_ss_mn(acc[half], k_major_desc<128>(sa + half * 64 * TILE_K, kk), mn_major_desc<64>(sb, kk), 1);
         }
       wgmma_commit();
-      if constexpr (Cfg::IN_FLIGHT == 0) {
-        wgmma_wait<0>();
-        mbar_arrive(&empty[s]);
-      } else {
-        wgmma_wait<1>();  // the previous k-step's products are done: its stage is free
-        if (kt > 0) mbar_arrive(&empty[(it - 1) % STAGES]);
-      }
+      wgmma_wait<0>();  // (leaving a group running while the next stage waits was slower: PERF run 30)
+      mbar_arrive(&empty[s]);
     }
-    wgmma_wait<0>();
     wgmma_fence_regs(acc[0]);
     wgmma_fence_regs(acc[1]);
-    if constexpr (Cfg::IN_FLIGHT == 1) mbar_arrive(&empty[(it - 1) % STAGES]);
 
     // epilogue: the forward stages h, then relu(h)²; the backward reads h in place and stages dh
     if constexpr (E == Epilogue::Backward) {
+      if constexpr (!H_AT_START) {
+        if (leader) {
+          tma_store_wait_read();
+          mbar_expect_tx(&h_ready[wg], OUT_TILE_BYTES);
+          tma_load(out_tile, &map_h, n0, m0, &h_ready[wg]);
+          tma_load(out_tile + OUT_TILE_BYTES / 2, &map_h, n0 + 64, m0, &h_ready[wg]);
+        }
+      }
       mbar_wait(&h_ready[wg], h_parity);
       h_parity ^= 1;
     } else {
@@ -179,25 +174,25 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::BLOCKS_PER_SM)
   if (leader) tma_store_wait_all();
 }
 
-template <Epilogue E, typename Cfg>
+template <Epilogue E, bool H_AT_START>
 void launch_relu2_product(bf16* out0, bf16* out1, const bf16* h, const bf16* A, const bf16* B, int M, int N, int K,
                           cudaStream_t st) {
   static const int grid_per_sm = [] {
-    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E, Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM));
-    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E, Cfg>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E, H_AT_START>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E, H_AT_START>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                    cudaSharedmemCarveoutMaxShared));
     int device = 0, sms = 0;
     cudaCheck(cudaGetDevice(&device));
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms * Cfg::BLOCKS_PER_SM;
+    return sms;
   }();
-  const CUtensorMap map_a = tma_map_bf16(A, M, K, Cfg::ROWS);
+  const CUtensorMap map_a = tma_map_bf16(A, M, K, TILE_M);
   const CUtensorMap map_b = E == Epilogue::Forward ? tma_map_bf16(B, N, K, 128) : tma_map_bf16(B, K, N, 64);
   const CUtensorMap map_out0 = tma_map_bf16(out0, M, N, 128);
   const CUtensorMap map_out1 = tma_map_bf16(out1 ? out1 : out0, M, N, 128);
   const CUtensorMap map_h = tma_map_bf16(h ? h : out0, M, N, 128);
-  const int tiles = (M / Cfg::ROWS) * (N / TILE_N);
-  relu2_product_kernel<E, Cfg><<<std::min(tiles, grid_per_sm), Cfg::THREADS, Cfg::SMEM, st>>>(
+  const int tiles = (M / TILE_M) * (N / TILE_N);
+  relu2_product_kernel<E, H_AT_START><<<std::min(tiles, grid_per_sm), THREADS, SMEM, st>>>(
       map_a, map_b, map_out0, map_out1, map_h, M, N, K);
   cudaLaunchCheck();
 }
@@ -207,23 +202,20 @@ void relu2_product(const char* who, bf16* out0, bf16* out1, const bf16* h, const
                    int K, cudaStream_t st, int variant) {
   if (variant < 0 || variant >= RELU2_VARIANTS)
     throw std::invalid_argument(std::string(who) + ": no kernel variant " + std::to_string(variant));
-  const int tile_rows = relu2_tile_rows(variant);
-  if (!relu2_product_fits(M, N, K, {out0, out1, h, A, B}, tile_rows))
+  if (!relu2_product_fits(M, N, K, {out0, out1, h, A, B}))
     throw std::invalid_argument(std::string(who) + ": shape (" + std::to_string(M) + " rows, " + std::to_string(N) +
-                                " wide, " + std::to_string(K) + " summed) or alignment does not fit " +
-                                std::to_string(tile_rows) + "-row tiles");
-  switch (variant) {
-    case 0: return launch_relu2_product<E, Relu2Config<1, 2, 0>>(out0, out1, h, A, B, M, N, K, st);
-    case 1: return launch_relu2_product<E, Relu2Config<1, 2, 1>>(out0, out1, h, A, B, M, N, K, st);
-    case 2: return launch_relu2_product<E, Relu2Config<2, 3, 0>>(out0, out1, h, A, B, M, N, K, st);
-    default: return launch_relu2_product<E, Relu2Config<2, 3, 1>>(out0, out1, h, A, B, M, N, K, st);
-  }
+                                " wide, " + std::to_string(K) + " summed) or alignment does not fit the kernel's " +
+                                std::to_string(TILE_M) + " x " + std::to_string(TILE_N) + " x " +
+                                std::to_string(TILE_K) + " tiles");
+  if constexpr (E == Epilogue::Forward) launch_relu2_product<E, true>(out0, out1, h, A, B, M, N, K, st);
+  else if (variant == 0) launch_relu2_product<E, true>(out0, out1, h, A, B, M, N, K, st);
+  else launch_relu2_product<E, false>(out0, out1, h, A, B, M, N, K, st);
 }
 
 }  // namespace
 
-bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<const void*> ptrs, int tile_rows) {
-  if (rows <= 0 || width <= 0 || summed <= 0 || rows % tile_rows || width % TILE_N || summed % TILE_K) return false;
+bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<const void*> ptrs) {
+  if (rows <= 0 || width <= 0 || summed <= 0 || rows % TILE_M || width % TILE_N || summed % TILE_K) return false;
   return std::all_of(ptrs.begin(), ptrs.end(), [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; });
 }
 

@@ -16,18 +16,14 @@
 #include "model/layers.cuh"
 #include "model/matmul.cuh"
 
-/// Kernel variants (mlp_gemm_bench compares them): 0, 1: 128-row tiles, two blocks a
-/// multiprocessor of one consumer warpgroup, 2 stages; 2, 3: 256-row tiles, one block of two
-/// consumer warpgroups sharing each loaded W tile, 3 stages. Even: a stage is freed when its
-/// products are done; odd: one product group is left running.
-constexpr int RELU2_VARIANTS = 4, RELU2_VARIANT = 0;
-inline int relu2_tile_rows(int variant) { return variant < 2 ? 128 : 256; }
+/// Kernel variants (mlp_gemm_bench compares them): 0: the backward loads its h tile when the
+/// tile starts; 1: when its products are done.
+constexpr int RELU2_VARIANTS = 2, RELU2_VARIANT = 0;
 
 /// Whether the fused kernels take a product with `rows` rows, an output `width` and a summed
-/// dimension `summed`: rows % tile_rows == 0, width % 128 == 0, summed % 64 == 0, every
-/// pointer 16-byte aligned.
-bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<const void*> ptrs,
-                        int tile_rows = relu2_tile_rows(RELU2_VARIANT));
+/// dimension `summed`: rows % 256 == 0, width % 128 == 0, summed % 64 == 0, every pointer
+/// 16-byte aligned.
+bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<const void*> ptrs);
 
 /// The fused forward (shapes as above); throws std::invalid_argument where they do not fit.
 void linear_relu2_forward_fused(bf16* h, bf16* a, const bf16* x, const bf16* w, int rows, int in, int out,
