@@ -11,7 +11,8 @@
 // tile of a stage (85 FLOP a loaded byte, against 64 for 128-row tiles). In its epilogue a
 // warpgroup writes its rows in bf16 into its own (128, 128) staging tile in the sw128 layout,
 // which its leader stores by TMA while the next tile's products run. The backward's h tile is
-// loaded by TMA into the same staging tile and read back in place.
+// loaded by TMA into the same staging tile once the tile's products are done, and read back in
+// place.
 #include "model/mlp_product.cuh"
 
 #include <algorithm>
@@ -41,7 +42,7 @@ __device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync 
 
 // Forward: A = x (M, K), B = W_fc (N, K); out0 = h, out1 = relu(h)².
 // Backward: A = dy (M, K), B = W_proj (K, N); out0 = dh, map_h = h (M, N).
-template <Epilogue E, bool H_AT_START>
+template <Epilogue E>
 __global__ void __launch_bounds__(THREADS, 1)
     relu2_product_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                          const __grid_constant__ CUtensorMap map_out0, const __grid_constant__ CUtensorMap map_out1,
@@ -91,14 +92,6 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint32_t h_parity = 0;
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int m0 = (tile / tiles_n) * TILE_M + 128 * wg, n0 = (tile % tiles_n) * TILE_N;
-    if constexpr (E == Epilogue::Backward && H_AT_START) {  // h's tile, once the last tile's stores have read the staging tile
-      if (leader) {
-        tma_store_wait_read();
-        mbar_expect_tx(&h_ready[wg], OUT_TILE_BYTES);
-        tma_load(out_tile, &map_h, n0, m0, &h_ready[wg]);
-        tma_load(out_tile + OUT_TILE_BYTES / 2, &map_h, n0 + 64, m0, &h_ready[wg]);
-      }
-    }
     float acc[2][16][4] = {};
     for (int kt = 0; kt < steps; kt++, it++) {
       const int s = it % STAGES;
@@ -123,14 +116,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     wgmma_fence_regs(acc[1]);
 
     // epilogue: the forward stages h, then relu(h)²; the backward reads h in place and stages dh
-    if constexpr (E == Epilogue::Backward) {
-      if constexpr (!H_AT_START) {
-        if (leader) {
-          tma_store_wait_read();
-          mbar_expect_tx(&h_ready[wg], OUT_TILE_BYTES);
-          tma_load(out_tile, &map_h, n0, m0, &h_ready[wg]);
-          tma_load(out_tile + OUT_TILE_BYTES / 2, &map_h, n0 + 64, m0, &h_ready[wg]);
-        }
+    if constexpr (E == Epilogue::Backward) {  // h's tile into the staging tile once the last stores have read it
+      // (loading it when the tile starts was slower: the leader's wait stalls the products; PERF run 31)
+      if (leader) {
+        tma_store_wait_read();
+        mbar_expect_tx(&h_ready[wg], OUT_TILE_BYTES);
+        tma_load(out_tile, &map_h, n0, m0, &h_ready[wg]);
+        tma_load(out_tile + OUT_TILE_BYTES / 2, &map_h, n0 + 64, m0, &h_ready[wg]);
       }
       mbar_wait(&h_ready[wg], h_parity);
       h_parity ^= 1;
@@ -174,12 +166,12 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (leader) tma_store_wait_all();
 }
 
-template <Epilogue E, bool H_AT_START>
+template <Epilogue E>
 void launch_relu2_product(bf16* out0, bf16* out1, const bf16* h, const bf16* A, const bf16* B, int M, int N, int K,
                           cudaStream_t st) {
   static const int grid_per_sm = [] {
-    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E, H_AT_START>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E, H_AT_START>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                    cudaSharedmemCarveoutMaxShared));
     int device = 0, sms = 0;
     cudaCheck(cudaGetDevice(&device));
@@ -192,24 +184,20 @@ void launch_relu2_product(bf16* out0, bf16* out1, const bf16* h, const bf16* A, 
   const CUtensorMap map_out1 = tma_map_bf16(out1 ? out1 : out0, M, N, 128);
   const CUtensorMap map_h = tma_map_bf16(h ? h : out0, M, N, 128);
   const int tiles = (M / TILE_M) * (N / TILE_N);
-  relu2_product_kernel<E, H_AT_START><<<std::min(tiles, grid_per_sm), THREADS, SMEM, st>>>(
+  relu2_product_kernel<E><<<std::min(tiles, grid_per_sm), THREADS, SMEM, st>>>(
       map_a, map_b, map_out0, map_out1, map_h, M, N, K);
   cudaLaunchCheck();
 }
 
 template <Epilogue E>
 void relu2_product(const char* who, bf16* out0, bf16* out1, const bf16* h, const bf16* A, const bf16* B, int M, int N,
-                   int K, cudaStream_t st, int variant) {
-  if (variant < 0 || variant >= RELU2_VARIANTS)
-    throw std::invalid_argument(std::string(who) + ": no kernel variant " + std::to_string(variant));
+                   int K, cudaStream_t st) {
   if (!relu2_product_fits(M, N, K, {out0, out1, h, A, B}))
     throw std::invalid_argument(std::string(who) + ": shape (" + std::to_string(M) + " rows, " + std::to_string(N) +
                                 " wide, " + std::to_string(K) + " summed) or alignment does not fit the kernel's " +
                                 std::to_string(TILE_M) + " x " + std::to_string(TILE_N) + " x " +
                                 std::to_string(TILE_K) + " tiles");
-  if constexpr (E == Epilogue::Forward) launch_relu2_product<E, true>(out0, out1, h, A, B, M, N, K, st);
-  else if (variant == 0) launch_relu2_product<E, true>(out0, out1, h, A, B, M, N, K, st);
-  else launch_relu2_product<E, false>(out0, out1, h, A, B, M, N, K, st);
+  launch_relu2_product<E>(out0, out1, h, A, B, M, N, K, st);
 }
 
 }  // namespace
@@ -220,12 +208,11 @@ bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<c
 }
 
 void linear_relu2_forward_fused(bf16* h, bf16* a, const bf16* x, const bf16* w, int rows, int in, int out,
-                                cudaStream_t st, int variant) {
-  relu2_product<Epilogue::Forward>("linear_relu2_forward", h, a, nullptr, x, w, rows, out, in, st, variant);
+                                cudaStream_t st) {
+  relu2_product<Epilogue::Forward>("linear_relu2_forward", h, a, nullptr, x, w, rows, out, in, st);
 }
 
 void linear_backward_input_relu2_fused(bf16* dh, const bf16* dy, const bf16* w, const bf16* h, int rows, int in,
-                                       int out, cudaStream_t st, int variant) {
-  relu2_product<Epilogue::Backward>("linear_backward_input_relu2", dh, nullptr, h, dy, w, rows, in, out, st,
-                                    variant);
+                                       int out, cudaStream_t st) {
+  relu2_product<Epilogue::Backward>("linear_backward_input_relu2", dh, nullptr, h, dy, w, rows, in, out, st);
 }

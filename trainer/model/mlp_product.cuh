@@ -16,10 +16,6 @@
 #include "model/layers.cuh"
 #include "model/matmul.cuh"
 
-/// Kernel variants (mlp_gemm_bench compares them): 0: the backward loads its h tile when the
-/// tile starts; 1: when its products are done.
-constexpr int RELU2_VARIANTS = 2, RELU2_VARIANT = 0;
-
 /// Whether the fused kernels take a product with `rows` rows, an output `width` and a summed
 /// dimension `summed`: rows % 256 == 0, width % 128 == 0, summed % 64 == 0, every pointer
 /// 16-byte aligned.
@@ -27,10 +23,10 @@ bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<c
 
 /// The fused forward (shapes as above); throws std::invalid_argument where they do not fit.
 void linear_relu2_forward_fused(bf16* h, bf16* a, const bf16* x, const bf16* w, int rows, int in, int out,
-                                cudaStream_t st, int variant = RELU2_VARIANT);
+                                cudaStream_t st);
 /// The fused backward input product; throws std::invalid_argument where the shapes do not fit.
 void linear_backward_input_relu2_fused(bf16* dh, const bf16* dy, const bf16* w, const bf16* h, int rows, int in,
-                                       int out, cudaStream_t st, int variant = RELU2_VARIANT);
+                                       int out, cudaStream_t st);
 
 /// h = x · Wᵀ, a = relu(h)² (h, a: (rows, out)).
 template <typename T>

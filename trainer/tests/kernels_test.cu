@@ -409,56 +409,51 @@ void test_matmul_add(double tol) {
   }
 }
 
-// The fused relu² products (mlp_product.cuh), for both block tilings. Small: against a
-// double-precision product of the same bf16 inputs (h rounded to bf16 before relu², as the
-// kernels do), tol 1e-2. Large (more tiles than blocks, so a block walks several): against the
+// The fused relu² products (mlp_product.cuh). Small: against a double-precision product of the
+// same bf16 inputs (h rounded to bf16 before relu², as the kernels do), tol 1e-2. Large (more tiles than blocks, so a block walks several): against the
 // two-kernel path, cuBLAS then the relu² kernel, which rounds the same way, tol 1e-3.
 void test_relu2_products() {
   Blas blas(nullptr);
-  for (int variant = 0; variant < RELU2_VARIANTS; variant++) {
-    {
-      const int rows = 512, in = 192, out = 256;  // forward: x (rows, in) · W (out, in)ᵀ
-      auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.1f), dy = randn(long(rows) * in);
-      auto hb = randn(long(rows) * out);  // the backward's h: (rows, out), both signs
-      std::vector<double> h_ref(long(rows) * out), a_ref(h_ref.size()), dh_ref(h_ref.size());
-      for (int i = 0; i < rows; i++)
-        for (int j = 0; j < out; j++) {
-          double fwd = 0, bwd = 0;  // bwd: (dy (rows, in) · W2 (in, out)) with W2 = W reshaped
-          for (int k = 0; k < in; k++) {
-            fwd += double(x[long(i) * in + k]) * w[long(j) * in + k];
-            bwd += double(dy[long(i) * in + k]) * w[long(k) * out + j];
-          }
-          const long e = long(i) * out + j;
-          h_ref[e] = host_bf16_round(float(fwd));
-          a_ref[e] = std::max(h_ref[e], 0.0) * std::max(h_ref[e], 0.0);
-          dh_ref[e] = double(host_bf16_round(float(bwd))) * 2.0 * std::max(double(hb[e]), 0.0);
+  {
+    const int rows = 512, in = 192, out = 256;  // forward: x (rows, in) · W (out, in)ᵀ
+    auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.1f), dy = randn(long(rows) * in);
+    auto hb = randn(long(rows) * out);  // the backward's h: (rows, out), both signs
+    std::vector<double> h_ref(long(rows) * out), a_ref(h_ref.size()), dh_ref(h_ref.size());
+    for (int i = 0; i < rows; i++)
+      for (int j = 0; j < out; j++) {
+        double fwd = 0, bwd = 0;  // bwd: (dy (rows, in) · W2 (in, out)) with W2 = W reshaped
+        for (int k = 0; k < in; k++) {
+          fwd += double(x[long(i) * in + k]) * w[long(j) * in + k];
+          bwd += double(dy[long(i) * in + k]) * w[long(k) * out + j];
         }
-      Dev<bf16> dx(x), dw(w), ddy(dy), dhb(hb), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
-      linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr, variant);
-      // backward as the trainer calls it: dh (rows, out) = dy (rows, in) · W2, W2 (in, out)
-      linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, dhb.p, rows, out, in, nullptr, variant);
-      const std::string tag = " (variant " + std::to_string(variant) + ")";
-      expect_close(("fused relu² forward h" + tag).c_str(), h.get(), h_ref, 1e-2);
-      expect_close(("fused relu² forward relu(h)²" + tag).c_str(), a.get(), a_ref, 1e-2);
-      expect_close(("fused relu² backward dh" + tag).c_str(), dh.get(), dh_ref, 1e-2);
-    }
-    {
-      const int rows = 8192, in = 512, out = 1024;
-      auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.05f), dy = randn(long(rows) * in);
-      Dev<bf16> dx(x), dw(w), ddy(dy), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
-      Dev<bf16> h2(long(rows) * out), a2(long(rows) * out), dh2(long(rows) * out);
-      linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr, variant);
-      linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, h.p, rows, out, in, nullptr, variant);
-      linear_forward(blas, h2.p, dx.p, dw.p, rows, in, out);
-      relu2_forward(a2.p, h2.p, long(rows) * out, nullptr);
-      linear_backward_input(blas, dh2.p, ddy.p, dw.p, rows, out, in);
-      relu2_backward(dh2.p, h2.p, long(rows) * out, nullptr);
-      auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
-      const std::string tag = " vs cuBLAS (" + std::to_string(variant) + ")";
-      expect_close(("fused relu² forward h" + tag).c_str(), h.get(), as_double(h2.get()), 1e-3);
-      expect_close(("fused relu² forward relu(h)²" + tag).c_str(), a.get(), as_double(a2.get()), 1e-3);
-      expect_close(("fused relu² backward dh" + tag).c_str(), dh.get(), as_double(dh2.get()), 1e-3);
-    }
+        const long e = long(i) * out + j;
+        h_ref[e] = host_bf16_round(float(fwd));
+        a_ref[e] = std::max(h_ref[e], 0.0) * std::max(h_ref[e], 0.0);
+        dh_ref[e] = double(host_bf16_round(float(bwd))) * 2.0 * std::max(double(hb[e]), 0.0);
+      }
+    Dev<bf16> dx(x), dw(w), ddy(dy), dhb(hb), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
+    linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr);
+    // backward as the trainer calls it: dh (rows, out) = dy (rows, in) · W2, W2 (in, out)
+    linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, dhb.p, rows, out, in, nullptr);
+    expect_close("fused relu² forward h", h.get(), h_ref, 1e-2);
+    expect_close("fused relu² forward relu(h)²", a.get(), a_ref, 1e-2);
+    expect_close("fused relu² backward dh", dh.get(), dh_ref, 1e-2);
+  }
+  {
+    const int rows = 8192, in = 512, out = 1024;
+    auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.05f), dy = randn(long(rows) * in);
+    Dev<bf16> dx(x), dw(w), ddy(dy), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
+    Dev<bf16> h2(long(rows) * out), a2(long(rows) * out), dh2(long(rows) * out);
+    linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr);
+    linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, h.p, rows, out, in, nullptr);
+    linear_forward(blas, h2.p, dx.p, dw.p, rows, in, out);
+    relu2_forward(a2.p, h2.p, long(rows) * out, nullptr);
+    linear_backward_input(blas, dh2.p, ddy.p, dw.p, rows, out, in);
+    relu2_backward(dh2.p, h2.p, long(rows) * out, nullptr);
+    auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+    expect_close("fused relu² forward h vs cuBLAS", h.get(), as_double(h2.get()), 1e-3);
+    expect_close("fused relu² forward relu(h)² vs cuBLAS", a.get(), as_double(a2.get()), 1e-3);
+    expect_close("fused relu² backward dh vs cuBLAS", dh.get(), as_double(dh2.get()), 1e-3);
   }
 }
 
