@@ -8,6 +8,9 @@
 #   scripts/device_run.sh budget   prepare, tests, then the default 300-second run (PROFILE=1:
 #                                  the per-kernel table first)
 #   scripts/device_run.sh steps N  prepare, then a run of N steps (throughput)
+#   scripts/device_run.sh power    tests, then 150 steps with the SM clock and board power
+#                                  sampled and the throttle reasons read 35 s in: the step
+#                                  time at the power limit, where training runs (PERF run 31)
 #   scripts/device_run.sh survey   tests and --check, the attention benchmark, a 30-step run
 #                                  with the default evaluation (lines time-stamped: start-up and
 #                                  evaluation time), the per-kernel table of one step (ncu and
@@ -177,6 +180,19 @@ case "$MODE" in
     section "train --steps ${2:-30}"
     "$BIN/train" --data "$DATA" --steps "${2:-30}" > "$OUT/steps.log" 2>&1; echo "train rc=$?"
     tail -30 "$OUT/steps.log"
+    ;;
+  power)
+    choose_binaries
+    prepare_data
+    section "train --steps 150 (SM clock and power sampled every second)"
+    nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader,nounits -lms 1000 > "$OUT/smi.log" 2>&1 &
+    SMI=$!
+    ( sleep 35; nvidia-smi -q -d PERFORMANCE > "$OUT/perf.txt" 2>&1 ) &
+    "$BIN/train" --data "$DATA" --steps 150 --eval-tokens 262144 > "$OUT/power.log" 2>&1; echo "train rc=$?"
+    kill $SMI 2>/dev/null; wait
+    python3 scripts/power_summary.py "$OUT/power.log" "$OUT/smi.log"
+    grep -E "SW Power Cap |HW Slowdown|Thermal Slowdown" "$OUT/perf.txt" | sed 's/  */ /g' | head -4
+    grep -E "mfu_percent" "$OUT/power.log"
     ;;
   survey)
     choose_binaries
