@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         unsigned char* sa = ring + s * STAGE_BYTES;
         unsigned char* sb = sa + A_BYTES;
         mbar_expect_tx(&full[s], STAGE_BYTES);
-        tma_load(sa, &map_a, kt * TILE_K, m0, &full[s]);  // (ROWS, 64) of A
+        tma_load(sa, &map_a, kt * TILE_K, m0, &full[s]);  // (TILE_M, 64) of A
         if constexpr (E == Epilogue::Forward) {
           tma_load(sb, &map_b, kt * TILE_K, n0, &full[s]);  // W_fc rows n0.., columns kt * 64..
         } else {  // W_proj rows kt * 64.., columns n0..: two 64-column halves of 64 rows (MN-major)
@@ -169,14 +169,14 @@ __global__ void __launch_bounds__(THREADS, 1)
 template <Epilogue E>
 void launch_relu2_product(bf16* out0, bf16* out1, const bf16* h, const bf16* A, const bf16* B, int M, int N, int K,
                           cudaStream_t st) {
-  static const int grid_per_sm = [] {
+  static const int sms = [] {  // the grid: one block a multiprocessor
     cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                    cudaSharedmemCarveoutMaxShared));
-    int device = 0, sms = 0;
+    int device = 0, count = 0;
     cudaCheck(cudaGetDevice(&device));
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
+    cudaCheck(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
   }();
   const CUtensorMap map_a = tma_map_bf16(A, M, K, TILE_M);
   const CUtensorMap map_b = E == Epilogue::Forward ? tma_map_bf16(B, N, K, 128) : tma_map_bf16(B, K, N, 64);
@@ -184,7 +184,7 @@ void launch_relu2_product(bf16* out0, bf16* out1, const bf16* h, const bf16* A, 
   const CUtensorMap map_out1 = tma_map_bf16(out1 ? out1 : out0, M, N, 128);
   const CUtensorMap map_h = tma_map_bf16(h ? h : out0, M, N, 128);
   const int tiles = (M / TILE_M) * (N / TILE_N);
-  relu2_product_kernel<E><<<std::min(tiles, grid_per_sm), THREADS, SMEM, st>>>(
+  relu2_product_kernel<E><<<std::min(tiles, sms), THREADS, SMEM, st>>>(
       map_a, map_b, map_out0, map_out1, map_h, M, N, K);
   cudaLaunchCheck();
 }
