@@ -5,7 +5,7 @@
 //
 // A box is (box_rows, 64) bf16: 64 columns of 128 bytes; its shared-memory destination must
 // be 1024-byte aligned. The global matrix's base must be 16-byte aligned and its row stride a
-// multiple of 16 bytes (tma_shape_fits checks both).
+// multiple of 16 bytes (the driver refuses the map otherwise).
 #pragma once
 
 #include <cstdint>
@@ -67,11 +67,6 @@ __device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.b
 __device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // ---- host side ----
-/// Whether a row-major (rows, cols) bf16 matrix at p can be a tensor map's global tensor.
-inline bool tma_shape_fits(const void* p, long cols) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && cols * 2 % 16 == 0;
-}
-
 /// The map of a row-major (rows, cols) bf16 matrix in (box_rows, 64) boxes, 128-byte swizzled.
 /// Throws std::invalid_argument when the driver refuses it (a misaligned base, say).
 inline CUtensorMap tma_map_bf16(const void* p, long rows, long cols, int box_rows) {
