@@ -10,7 +10,8 @@
 #   scripts/device_run.sh steps N  prepare, then a run of N steps (throughput)
 #   scripts/device_run.sh power    tests, then 150 steps with the SM clock and board power
 #                                  sampled and the throttle reasons read 35 s in: the step
-#                                  time at the power limit, where training runs (PERF run 31)
+#                                  time at the power limit, where training runs (PERF run 31);
+#                                  AGAINST=DIR adds DIR's train, then the first again (A, B, A)
 #   scripts/device_run.sh survey   tests and --check, the attention benchmark, a 30-step run
 #                                  with the default evaluation (lines time-stamped: start-up and
 #                                  evaluation time), the per-kernel table of one step (ncu and
@@ -92,6 +93,17 @@ kernel_profile() {
     --log-file "$OUT/ncu.csv" "$BIN/train" --data "$DATA" --steps 3 --eval-tokens 262144 > "$OUT/ncu_train.log" 2>&1
   echo "ncu rc=$?"; tail -3 "$OUT/ncu_train.log"
   python3 scripts/kernel_table.py "$OUT/ncu.csv" --order "$OUT/kernels_in_order.txt" --top 45
+}
+
+# 150 steps of $1/train with the SM clock and board power sampled every second (run $2 of a call).
+power_run() {
+  section "$1/train --steps 150 (SM clock and power sampled every second)"
+  nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader,nounits -lms 1000 > "$OUT/smi$2.log" 2>&1 &
+  local smi=$!
+  "$1/train" --data "$DATA" --steps 150 --eval-tokens 262144 > "$OUT/power$2.log" 2>&1; echo "train rc=$?"
+  kill $smi 2>/dev/null
+  python3 scripts/power_summary.py "$OUT/power$2.log" "$OUT/smi$2.log"
+  grep -E "mfu_percent" "$OUT/power$2.log"
 }
 
 prepare_data() {
@@ -184,15 +196,13 @@ case "$MODE" in
   power)
     choose_binaries
     prepare_data
-    section "train --steps 150 (SM clock and power sampled every second)"
-    nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader,nounits -lms 1000 > "$OUT/smi.log" 2>&1 &
-    SMI=$!
     ( sleep 35; nvidia-smi -q -d PERFORMANCE > "$OUT/perf.txt" 2>&1 ) &
-    "$BIN/train" --data "$DATA" --steps 150 --eval-tokens 262144 > "$OUT/power.log" 2>&1; echo "train rc=$?"
-    kill $SMI 2>/dev/null; wait
-    python3 scripts/power_summary.py "$OUT/power.log" "$OUT/smi.log"
+    power_run "$BIN" 1
     grep -E "SW Power Cap |HW Slowdown|Thermal Slowdown" "$OUT/perf.txt" | sed 's/  */ /g' | head -4
-    grep -E "mfu_percent" "$OUT/power.log"
+    if [ -n "${AGAINST:-}" ]; then  # A, B, A: the clock drifts as the board warms
+      power_run "$AGAINST" 2
+      power_run "$BIN" 3
+    fi
     ;;
   survey)
     choose_binaries
