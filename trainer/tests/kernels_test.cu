@@ -409,36 +409,48 @@ void test_matmul_add(double tol) {
   }
 }
 
-// The fused relu² products (mlp_product.cuh). Small: against a double-precision product of the
-// same bf16 inputs (h rounded to bf16 before relu², as the kernels do), tol 1e-2. Large (more tiles than blocks, so a block walks several): against the
-// two-kernel path, cuBLAS then the relu² kernel, which rounds the same way, tol 1e-3.
+// The relu² products at (rows, in) -> out against a double-precision product of the same bf16
+// inputs (h rounded to bf16 before relu², as the kernels do), tol 1e-2: the fused kernels
+// called directly, or the trainer's entry points (which pick them or cuBLAS + relu²).
+void test_relu2_against_double(const Blas& blas, int rows, int in, int out, bool entry_points, const char* what) {
+  auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.1f), dy = randn(long(rows) * in);
+  auto hb = randn(long(rows) * out);  // the backward's h: (rows, out), both signs
+  std::vector<double> h_ref(long(rows) * out), a_ref(h_ref.size()), dh_ref(h_ref.size());
+  for (int i = 0; i < rows; i++)
+    for (int j = 0; j < out; j++) {
+      double fwd = 0, bwd = 0;  // fwd: x · Wᵀ, W (out, in); bwd: dy · W2, W2 = W as (in, out)
+      for (int k = 0; k < in; k++) {
+        fwd += double(x[long(i) * in + k]) * w[long(j) * in + k];
+        bwd += double(dy[long(i) * in + k]) * w[long(k) * out + j];
+      }
+      const long e = long(i) * out + j;
+      h_ref[e] = host_bf16_round(float(fwd));
+      a_ref[e] = std::max(h_ref[e], 0.0) * std::max(h_ref[e], 0.0);
+      dh_ref[e] = double(host_bf16_round(float(bwd))) * 2.0 * std::max(double(hb[e]), 0.0);
+    }
+  Dev<bf16> dx(x), dw(w), ddy(dy), dhb(hb), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
+  // the backward as the trainer calls it: dh (rows, out) = dy (rows, in) · W2
+  if (entry_points) {
+    linear_relu2_forward<bf16>(blas, h.p, a.p, dx.p, dw.p, rows, in, out);
+    linear_backward_input_relu2<bf16>(blas, dh.p, ddy.p, dw.p, dhb.p, rows, out, in);
+  } else {
+    linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr);
+    linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, dhb.p, rows, out, in, nullptr);
+  }
+  const std::string tag = std::string(" ") + what;
+  expect_close(("relu² forward h" + tag).c_str(), h.get(), h_ref, 1e-2);
+  expect_close(("relu² forward relu(h)²" + tag).c_str(), a.get(), a_ref, 1e-2);
+  expect_close(("relu² backward dh" + tag).c_str(), dh.get(), dh_ref, 1e-2);
+}
+
+// The fused relu² products (mlp_product.cuh): small, against double precision; 300 rows (not
+// a multiple of the tile) through the trainer's entry points, which must fall back; large (more
+// tiles than blocks, so a block walks several) against the two-kernel path, cuBLAS then the
+// relu² kernel, which rounds the same way, tol 1e-3.
 void test_relu2_products() {
   Blas blas(nullptr);
-  {
-    const int rows = 512, in = 192, out = 256;  // forward: x (rows, in) · W (out, in)ᵀ
-    auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.1f), dy = randn(long(rows) * in);
-    auto hb = randn(long(rows) * out);  // the backward's h: (rows, out), both signs
-    std::vector<double> h_ref(long(rows) * out), a_ref(h_ref.size()), dh_ref(h_ref.size());
-    for (int i = 0; i < rows; i++)
-      for (int j = 0; j < out; j++) {
-        double fwd = 0, bwd = 0;  // bwd: (dy (rows, in) · W2 (in, out)) with W2 = W reshaped
-        for (int k = 0; k < in; k++) {
-          fwd += double(x[long(i) * in + k]) * w[long(j) * in + k];
-          bwd += double(dy[long(i) * in + k]) * w[long(k) * out + j];
-        }
-        const long e = long(i) * out + j;
-        h_ref[e] = host_bf16_round(float(fwd));
-        a_ref[e] = std::max(h_ref[e], 0.0) * std::max(h_ref[e], 0.0);
-        dh_ref[e] = double(host_bf16_round(float(bwd))) * 2.0 * std::max(double(hb[e]), 0.0);
-      }
-    Dev<bf16> dx(x), dw(w), ddy(dy), dhb(hb), h(long(rows) * out), a(long(rows) * out), dh(long(rows) * out);
-    linear_relu2_forward_fused(h.p, a.p, dx.p, dw.p, rows, in, out, nullptr);
-    // backward as the trainer calls it: dh (rows, out) = dy (rows, in) · W2, W2 (in, out)
-    linear_backward_input_relu2_fused(dh.p, ddy.p, dw.p, dhb.p, rows, out, in, nullptr);
-    expect_close("fused relu² forward h", h.get(), h_ref, 1e-2);
-    expect_close("fused relu² forward relu(h)²", a.get(), a_ref, 1e-2);
-    expect_close("fused relu² backward dh", dh.get(), dh_ref, 1e-2);
-  }
+  test_relu2_against_double(blas, 512, 192, 256, false, "(fused)");
+  test_relu2_against_double(blas, 300, 64, 128, true, "(300 rows: fallback)");
   {
     const int rows = 8192, in = 512, out = 1024;
     auto x = randn(long(rows) * in), w = randn(long(out) * in, 0.05f), dy = randn(long(rows) * in);
@@ -451,9 +463,9 @@ void test_relu2_products() {
     linear_backward_input(blas, dh2.p, ddy.p, dw.p, rows, out, in);
     relu2_backward(dh2.p, h2.p, long(rows) * out, nullptr);
     auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
-    expect_close("fused relu² forward h vs cuBLAS", h.get(), as_double(h2.get()), 1e-3);
-    expect_close("fused relu² forward relu(h)² vs cuBLAS", a.get(), as_double(a2.get()), 1e-3);
-    expect_close("fused relu² backward dh vs cuBLAS", dh.get(), as_double(dh2.get()), 1e-3);
+    expect_close("relu² forward h, fused vs cuBLAS", h.get(), as_double(h2.get()), 1e-3);
+    expect_close("relu² forward relu(h)², fused vs cuBLAS", a.get(), as_double(a2.get()), 1e-3);
+    expect_close("relu² backward dh, fused vs cuBLAS", dh.get(), as_double(dh2.get()), 1e-3);
   }
 }
 
@@ -517,6 +529,20 @@ int expect_refusals() {
                  [&] { ve_gate_backward<bf16>(p, p, p, p, p, nullptr, 4, 2, 128, 260, nullptr); });
   expect_refused("mix + RMSNorm, row width not a multiple of 8",
                  [&] { residual_mix_rmsnorm_forward<bf16>(p, p, f, p, p, f, f, 4, 100, 1e-6f, nullptr); });
+  // which products the fused relu² kernels take: the trainer's two relu² calls fall back to
+  // cuBLAS + relu² exactly where this says no
+  auto expect_fits = [&](const char* what, bool got, bool want) {
+    std::printf("%-44s %s %s\n", what, got ? "fits" : "does not fit", got == want ? "ok" : "FAILED");
+    if (got != want) refused_wrongly++;
+  };
+  bf16* aligned = reinterpret_cast<bf16*>(uintptr_t(256));
+  bf16* misaligned = reinterpret_cast<bf16*>(uintptr_t(264));
+  expect_fits("fused relu², the trainer's shape", relu2_product_fits(262144, 2048, 512, {aligned, nullptr}), true);
+  expect_fits("fused relu², rows not a multiple of 256", relu2_product_fits(300, 2048, 512, {aligned}), false);
+  expect_fits("fused relu², width not a multiple of 128", relu2_product_fits(512, 200, 512, {aligned}), false);
+  expect_fits("fused relu², summed not a multiple of 64", relu2_product_fits(512, 2048, 96, {aligned}), false);
+  expect_fits("fused relu², a pointer not 16-byte aligned", relu2_product_fits(512, 2048, 512, {aligned, misaligned}),
+              false);
   expect_refused("fused relu² forward, rows not a multiple of its tile",
                  [&] { linear_relu2_forward_fused(p, p, p, p, 300, 512, 2048, nullptr); });
   expect_refused("fused relu² backward, width not a multiple of 128",
@@ -528,7 +554,7 @@ int expect_refusals() {
 
 int main(int argc, char** argv) {
   if (expect_refusals() != 0) {
-    std::printf("kernel tests: a bad shape was not refused\n");
+    std::printf("kernel tests: a shape check failed\n");
     return 1;
   }
   int devices = 0;
