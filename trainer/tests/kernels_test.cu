@@ -22,6 +22,7 @@
 #include "model/matmul.cuh"
 #include "model/mlp_product.cuh"
 #include "model/params.cuh"
+#include "tests/gpu_energy.h"
 #include "tests/gpu_timer.h"
 
 namespace {
@@ -471,8 +472,11 @@ void test_relu2_products() {
 
 // --bench: times the flash kernels at the training shape (one micro-batch of 128 x 2048,
 // 4 heads of 128), for a short and a long window, with q, k, v packed and as the column
-// blocks of one buffer (the trainer's layout); median of 5 after 2 warm-ups.
-void bench_attention() {
+// blocks of one buffer (the trainer's layout); median of 5 after 2 warm-ups. --bench-energy: at
+// the trainer's layout also the time and joules a call under sustained load (tests/gpu_energy.h).
+void bench_attention(bool with_energy) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is known
+  const EnergyMeter meter;
   for (int layout = 0; layout < 2; layout++) {
     for (int window : {1024, 2048}) {
       AttnShape s{128, 2048, 4, 4, 128, window};
@@ -497,6 +501,15 @@ void bench_attention() {
       double fwd_flops = 4.0 * s.D * pairs * s.B * s.H;
       std::printf("bench attention window %4d%s: forward %.2f ms (%.0f TFLOP/s), backward %.2f ms (%.0f TFLOP/s at 2.5x)\n",
                   window, layout ? " qkv" : "    ", f, fwd_flops / f / 1e9, b, 2.5 * fwd_flops / b / 1e9);
+      if (with_energy && layout == 1 && meter.ok()) {  // the trainer's layout: its energy under sustained load
+        std::printf("  forward ");
+        print_sustained(sustained_cost(meter, [&] { attention_forward<bf16>(o.p, lse.p, q, k, v, s, nullptr); }));
+        std::printf("\n  backward");
+        print_sustained(sustained_cost(meter, [&] {
+          attention_backward<bf16>(dq, dk, dv, scratch.p, dout.p, o.p, lse.p, q, k, v, s, nullptr);
+        }));
+        std::printf("\n");
+      }
     }
   }
 }
@@ -562,8 +575,8 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: kernel tests skipped\n");
     return 77;
   }
-  if (argc > 1 && std::string(argv[1]) == "--bench") {
-    bench_attention();
+  if (argc > 1 && (std::string(argv[1]) == "--bench" || std::string(argv[1]) == "--bench-energy")) {
+    bench_attention(std::string(argv[1]) == "--bench-energy");
     return 0;
   }
   // windows that cut through 64-wide tiles, full causal, grouped-query heads

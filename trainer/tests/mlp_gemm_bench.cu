@@ -4,7 +4,8 @@
 //   forward:  h = x · W_fcᵀ and a = relu(h)², both written    x (M, K), W_fc (N, K)
 //   backward: dh = (dy · W_proj) * 2 relu(h), h read back       dy (M, K), W_proj (K, N)
 // Prints the times, TFLOP/s and the relative L2 difference from the two-kernel path on every
-// element; exits 1 when a difference exceeds 1e-2, 77 without a GPU. History (docs/PERF.md):
+// element, then each path's time and joules a call under sustained load (tests/gpu_energy.h);
+// exits 1 when a difference exceeds 1e-2, 77 without a GPU. History (docs/PERF.md):
 // run 27's first fused kernel (cp.async copies by every thread, stores from registers) was
 // slower than the two-kernel path; runs 28-31 the TMA kernel and its tilings.
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "model/layers.cuh"
 #include "model/matmul.cuh"
 #include "model/mlp_product.cuh"
+#include "tests/gpu_energy.h"
 #include "tests/gpu_timer.h"
 
 namespace {
@@ -86,6 +88,22 @@ int main(int argc, char** argv) {
   cudaCheck(cudaDeviceSynchronize());
   std::printf("rows %d: cuBLAS + relu²: forward %.3f ms (%.0f TFLOP/s), backward %.3f ms (%.0f TFLOP/s)\n", M, f_ref,
               flops / f_ref / 1e9, b_ref, flops / b_ref / 1e9);
+  const EnergyMeter meter;
+  // time and joules a call under sustained load: the figures that count at the power limit
+  auto energy = [&](const char* name, auto forward, auto backward) {
+    if (!meter.ok()) return;
+    std::printf("%-9s forward ", name);
+    print_sustained(sustained_cost(meter, forward));
+    std::printf("\n%-9s backward", name);
+    print_sustained(sustained_cost(meter, backward));
+    std::printf("\n");
+  };
+  energy("cuBLAS + relu²", forward_ref, backward_ref);
+  energy(
+      "cuBLAS alone", [&] { linear_forward(blas, h_ref.p, x.p, w_fc.p, M, K, N); },
+      [&] { linear_backward_input(blas, dh_ref.p, dy.p, w_proj.p, M, N, K); });
+  forward_ref();  // the references again (the line above rewrote them without relu²)
+  backward_ref();
   bool ok = true;
   auto candidate = [&](const char* name, auto forward, auto backward) {
     for (Buffer* b : {&h, &a, &dh}) cudaCheck(cudaMemset(b->p, 0, b->n * sizeof(bf16)));
@@ -96,9 +114,10 @@ int main(int argc, char** argv) {
                 name, f, flops / f / 1e9, b, flops / b / 1e9, dh_diff, da_diff, ddh_diff);
     ok = ok && dh_diff < 1e-2 && da_diff < 1e-2 && ddh_diff < 1e-2;
   };
-  candidate(
-      "fused", [&] { linear_relu2_forward_fused(h.p, a.p, x.p, w_fc.p, M, K, N, nullptr); },
-      [&] { linear_backward_input_relu2_fused(dh.p, dy.p, w_proj.p, h_ref.p, M, N, K, nullptr); });
+  auto fused_forward = [&] { linear_relu2_forward_fused(h.p, a.p, x.p, w_fc.p, M, K, N, nullptr); };
+  auto fused_backward = [&] { linear_backward_input_relu2_fused(dh.p, dy.p, w_proj.p, h_ref.p, M, N, K, nullptr); };
+  candidate("fused", fused_forward, fused_backward);
+  energy("fused", fused_forward, fused_backward);
   std::printf(ok ? "mlp products: outputs agree\n" : "mlp products: outputs DIFFER\n");
   return ok ? 0 : 1;
 }
