@@ -6,7 +6,7 @@
 // many joules does not shorten the step; joules a call under load are the figure that does.
 //
 // NVML is opened at run time (libnvidia-ml.so.1 ships with the driver), so nothing links it
-// and the benchmarks still run where it is missing: they then print no energy.
+// and the benchmarks still run where it is missing: they then say why they print no energy.
 #pragma once
 
 #include <dlfcn.h>
@@ -17,24 +17,32 @@
 #include "model/common.cuh"
 
 /// The board of the current CUDA device, as NVML sees it; ok() false where NVML or the
-/// counter is not available.
+/// counter is not available, and why() then says which.
 class EnergyMeter {
  public:
   EnergyMeter() {
-    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-    if (!lib) return;
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);  // kept open for the process's life
+    if (!lib) {
+      why_ = "libnvidia-ml.so.1 (the driver's NVML) cannot be opened";
+      return;
+    }
     auto init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
     auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     energy_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
     clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    if (!init || !by_bus || !energy_ || !clock_ || init() != 0) return;
+    if (!init || !by_bus || !energy_ || !clock_ || init() != 0) {
+      why_ = "NVML lacks the energy counter or does not start";
+      return;
+    }
     int device = 0;
     char bus[32];
-    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return;
     unsigned long long mj = 0;
-    ok_ = by_bus(bus, &device_) == 0 && energy_(device_, &mj) == 0;
+    ok_ = cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
+          by_bus(bus, &device_) == 0 && energy_(device_, &mj) == 0;
+    if (!ok_) why_ = "NVML does not report this GPU's energy";
   }
   bool ok() const { return ok_; }
+  const char* why() const { return why_; }
   /// Millijoules since the driver loaded.
   unsigned long long millijoules() const {
     unsigned long long mj = 0;
@@ -50,6 +58,7 @@ class EnergyMeter {
 
  private:
   bool ok_ = false;
+  const char* why_ = "";
   void* device_ = nullptr;
   int (*energy_)(void*, unsigned long long*) = nullptr;
   int (*clock_)(void*, int, unsigned*) = nullptr;
@@ -62,10 +71,11 @@ struct SustainedCost {
 };
 
 /// Runs f back to back for `warmup_s` seconds (the clock settles to the load), then for at least
-/// `seconds` more, and returns the time and energy a call over the second part. Empty
-/// (calls 0) without an energy counter.
-template <typename F>
-SustainedCost sustained_cost(const EnergyMeter& meter, F&& f, double seconds = 4.0, double warmup_s = 1.5) {
+/// `seconds` more, four calls between two sync()s, and returns the time and energy a call over
+/// the second part. Meter: ok(), millijoules(), sm_mhz() (EnergyMeter; the test's fake). Empty
+/// (calls 0) when the meter is not ok.
+template <typename Meter, typename F, typename Sync>
+SustainedCost sustained_cost(const Meter& meter, F&& f, Sync&& sync, double seconds, double warmup_s) {
   SustainedCost cost;
   if (!meter.ok()) return cost;
   using clock = std::chrono::steady_clock;
@@ -73,7 +83,7 @@ SustainedCost sustained_cost(const EnergyMeter& meter, F&& f, double seconds = 4
   const auto w0 = clock::now();
   while (elapsed_s(w0) < warmup_s) {
     for (int i = 0; i < 4; i++) f();
-    cudaCheck(cudaDeviceSynchronize());
+    sync();
   }
   const unsigned long long e0 = meter.millijoules();
   const auto t0 = clock::now();
@@ -81,7 +91,7 @@ SustainedCost sustained_cost(const EnergyMeter& meter, F&& f, double seconds = 4
     for (int i = 0; i < 4; i++) f();
     cost.calls += 4;
     cost.sm_mhz = meter.sm_mhz();  // while those calls run
-    cudaCheck(cudaDeviceSynchronize());
+    sync();
   }
   const double s = elapsed_s(t0), joules = (meter.millijoules() - e0) / 1000.0;
   cost.ms_per_call = 1000.0 * s / cost.calls;
@@ -90,9 +100,14 @@ SustainedCost sustained_cost(const EnergyMeter& meter, F&& f, double seconds = 4
   return cost;
 }
 
-/// " | sustained: X ms, Y J a call at Z W, W MHz", or nothing without a counter.
-inline void print_sustained(const SustainedCost& c) {
-  if (c.calls > 0)
-    std::printf(" | sustained: %.3f ms, %.3f J a call at %.0f W, %u MHz", c.ms_per_call, c.joules_per_call, c.watts,
-                c.sm_mhz);
+/// The benchmarks' use: 1.5 s of warm-up, then 4 s measured, on the GPU.
+template <typename F>
+SustainedCost sustained_cost(const EnergyMeter& meter, F&& f) {
+  return sustained_cost(meter, f, [] { cudaCheck(cudaDeviceSynchronize()); }, 4.0, 1.5);
+}
+
+/// Prints `label`, then " | sustained: X ms, Y J a call at Z W, W MHz" and a newline.
+inline void print_sustained(const char* label, const SustainedCost& c) {
+  std::printf("%s | sustained: %.3f ms, %.3f J a call at %.0f W, %u MHz\n", label, c.ms_per_call, c.joules_per_call,
+              c.watts, c.sm_mhz);
 }
