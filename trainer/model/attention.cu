@@ -4,9 +4,11 @@
 // a warpgroup of 4 warps owns a tile of 64 rows, warp w rows 16 w .. 16 w + 15
 // (a block is one warpgroup; the dq kernel's blocks are two, which share each K
 // tile); tiles of the other operand stream through shared memory 64
-// rows at a time in the sw128 layout, double-buffered: cp.async fetches tile n + 1
-// while tile n is computed. Only tiles with some visible pair are visited (with
-// 64-row tiles on both sides, that is exactly the band of DsBand below).
+// rows at a time in the sw128 layout, double-buffered: tile n + 1 is fetched while
+// tile n is computed (by cp.async in the forward; in the backward by TMA, issued by one
+// thread, which saved 6 % of the dk/dv kernel's energy and 3 % of the dq kernel's:
+// docs/PERF.md, runs 35-36). Only tiles with some visible pair are visited (with 64-row
+// tiles on both sides, that is exactly the band of DsBand below).
 // Probabilities and dS leave the accumulators as A operands in registers.
 //   forward:   per query tile (latest first: they see the most keys), online
 //              softmax over key tiles, writes o and lse.
@@ -20,6 +22,7 @@
 #include <cstdint>
 
 #include "model/async_copy.cuh"
+#include "model/tma.cuh"
 #include "model/wgmma.cuh"
 
 namespace {
@@ -235,33 +238,47 @@ __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnS
 // grid (ceil(T / TILE / DQ_WGS), B * H); block DQ_WGS warpgroups: dq = scale * dS · K, warpgroup w
 // for query tile DQ_WGS * (block's index) + w, dS read from the band the dk/dv kernel wrote
 // (zero at invisible pairs, so no masking here). The warpgroups share each K tile. Shared
-// memory: 2 stages of {K tile (TILE, HD), DQ_WGS dS tiles (TILE, TILE)}, sw128.
+// memory: 2 stages of {K tile (TILE, HD), DQ_WGS dS tiles (TILE, TILE)}, sw128, then a `full`
+// mbarrier a stage; thread 0 loads a key tile's stage by TMA once the block is done with it
+// (map_ds: the band as rows of TILE bf16; map_k: K's (B * T, Hkv * HD) column slice).
 constexpr int DQ_WGS = 2;
 constexpr int DQ_STAGE = TILE_ELEMS + DQ_WGS * TILE * TILE;
 __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
-    bf16* dq, const bf16* ds, const bf16* k, AttnShape s, DsBand band, float scale) {
+    bf16* dq, const __grid_constant__ CUtensorMap map_ds, const __grid_constant__ CUtensorMap map_k, AttnShape s,
+    DsBand band, float scale) {
   extern __shared__ unsigned char smem_raw[];
   bf16* sm = aligned_smem(smem_raw);  // stage st at sm + st * DQ_STAGE: K, then the dS tiles
+  uint64_t* full = reinterpret_cast<uint64_t*>(sm + 2 * DQ_STAGE);
   const int wg = threadIdx.x / THREADS, tid = threadIdx.x % THREADS;
   const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
   const int qt0 = (gridDim.x - 1 - blockIdx.x) * DQ_WGS, qt = qt0 + wg;  // latest query tiles first: the most work
-  const long qstride = s.q_ld(), kstride = s.kv_ld();
-  const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
+  const long qstride = s.q_ld();
   // key tiles some warpgroup needs: from the first tile's window start to the last one's diagonal
   const int kt_begin = band.kt_min(qt0), kt_end = min(qt0 + DQ_WGS, band.n_qt) - 1;
-  auto load = [&](int kt, int st) {  // key tile kt and this warpgroup's dS tile (qt, kt): one cp.async group
-    load_tile_async<HD, DQ_WGS * THREADS>(sm + st * DQ_STAGE, kh + long(kt) * TILE * kstride, kstride, threadIdx.x);
-    if (band.has(qt, kt))
-      load_tile_async<TILE>(sm + st * DQ_STAGE + TILE_ELEMS + wg * TILE * TILE, ds + band.offset(b, h, s.H, qt, kt), TILE, tid);
-    cp_async_commit();
+  auto load = [&](int kt, int st) {  // key tile kt and the dS tiles (qt0 + w, kt) that exist (thread 0)
+    bf16* stage = sm + st * DQ_STAGE;
+    int bytes = TILE_ELEMS * sizeof(bf16);
+    for (int w = 0; w < DQ_WGS; w++) bytes += band.has(qt0 + w, kt) ? TILE * TILE * int(sizeof(bf16)) : 0;
+    mbar_expect_tx(&full[st], bytes);
+    for (int half = 0; half < 2; half++)
+      tma_load(stage + half * TILE * 64, &map_k, hk * HD + 64 * half, b * s.T + kt * TILE, &full[st]);
+    for (int w = 0; w < DQ_WGS; w++)
+      if (band.has(qt0 + w, kt))
+        tma_load(stage + TILE_ELEMS + w * TILE * TILE, &map_ds, 0, int(band.offset(b, h, s.H, qt0 + w, kt) / TILE), &full[st]);
   };
-  load(kt_begin, 0);
+  if (threadIdx.x == 0) {
+    mbar_init(&full[0], 1);
+    mbar_init(&full[1], 1);
+    mbar_init_fence();
+    load(kt_begin, 0);
+  }
   float acc_dq[HD / 8][4] = {};
   for (int kt = kt_begin; kt <= kt_end; kt++) {
     const int st = (kt - kt_begin) & 1;
-    tiles_ready();  // tile kt is in stage st; nobody reads stage st ^ 1 any more
-    if (kt < kt_end) load(kt + 1, st ^ 1);
+    __syncthreads();  // nobody reads stage st ^ 1 any more (and the barriers are initialized)
+    if (threadIdx.x == 0 && kt < kt_end) load(kt + 1, st ^ 1);
+    mbar_wait(&full[st], ((kt - kt_begin) / 2) & 1);  // tile kt is in stage st
     if (!band.has(qt, kt)) continue;  // warpgroup-uniform
     const bf16* sK = sm + st * DQ_STAGE;
     const bf16* sD = sK + TILE_ELEMS + wg * TILE * TILE;
@@ -286,43 +303,62 @@ __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
 
 // grid (T / TILE, B * Hkv); block THREADS: dk, dv for one key tile, summed over the group's
 // query heads (the first key tiles see the most queries and launch first). Shared memory: the
-// K and V tiles, 2 stages of {Q, dO} tiles (all sw128 (TILE, HD)), then 2 stages of
-// {lse, delta} (TILE,) floats.
+// K and V tiles, 2 stages of {Q, dO} tiles (all sw128 (TILE, HD)), 2 stages of {lse, delta}
+// (TILE,) floats, the (TILE, TILE) sw128 tile where dS is staged, then a `full` mbarrier a
+// stage. Thread 0 moves every tile by TMA: a step's tiles into the other stage once the block
+// is done with it, and the staged dS into the band (map_ds: the band as rows of TILE bf16), in
+// whole lines where 4-byte stores from registers cost L2 sectors and issue slots (run 32's LG
+// throttle). The Q, dO, K, V maps are (B * T, heads * HD) column slices in (TILE, 64) boxes.
 __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
-    bf16* dk, bf16* dv, bf16* ds, const bf16* dout, const float* lse, const float* delta, const bf16* q,
-    const bf16* k, const bf16* v, AttnShape s, DsBand band, float scale) {
-  static_assert(THREADS == 2 * TILE, "one thread per lse and delta entry");
+    bf16* dk, bf16* dv, const __grid_constant__ CUtensorMap map_ds, const __grid_constant__ CUtensorMap map_q,
+    const __grid_constant__ CUtensorMap map_do, const __grid_constant__ CUtensorMap map_k,
+    const __grid_constant__ CUtensorMap map_v, const float* lse, const float* delta, AttnShape s, DsBand band,
+    float scale) {
   extern __shared__ unsigned char smem_raw[];
   bf16* sK = aligned_smem(smem_raw);
   bf16* sV = sK + TILE_ELEMS;
   bf16* sQO = sV + TILE_ELEMS;                                  // stage st: Q at sQO + 2 * st * TILE_ELEMS, dO right after
   float* sLD = reinterpret_cast<float*>(sQO + 4 * TILE_ELEMS);  // stage st: lse at sLD + 2 * st * TILE, delta right after
+  unsigned char* sDS = reinterpret_cast<unsigned char*>(sLD + 4 * TILE);  // 1024-byte aligned: 4 TILE floats are 1 KB
+  uint64_t* full = reinterpret_cast<uint64_t*>(sDS + TILE * TILE * sizeof(bf16));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.Hkv, hk = bh % s.Hkv, group = s.H / s.Hkv;
   const int kt = blockIdx.x, k0 = kt * TILE, kw = k0 + 16 * warp;  // this warp's keys kw .. kw + 15
-  const long qstride = s.q_ld(), kstride = s.kv_ld(), ostride = long(s.H) * HD;
+  const long kstride = s.kv_ld();
   // query tiles seen by some key: from the diagonal to the last key's window end
   const int n_qt = min(s.T - 1, k0 + TILE - 1 + s.window) / TILE - kt + 1;
   const int steps = group * n_qt;  // (query head, query tile) pairs, head by head
-  auto load_q = [&](int step, int st) {  // the tiles of step into stage st: one cp.async group
-    const int h = hk * group + step / n_qt, q0 = (kt + step % n_qt) * TILE;
-    const long row0 = long(b) * s.T + q0;
-    load_tile_async<HD>(sQO + 2 * st * TILE_ELEMS, q + row0 * qstride + h * HD, qstride);
-    load_tile_async<HD>(sQO + (2 * st + 1) * TILE_ELEMS, dout + row0 * ostride + h * HD, ostride);
-    cp_async4(sLD + 2 * st * TILE + threadIdx.x,
-              (threadIdx.x < TILE ? lse : delta) + (long(b) * s.H + h) * s.T + q0 + threadIdx.x % TILE);
-    cp_async_commit();
+  constexpr int STEP_BYTES = 2 * TILE_ELEMS * sizeof(bf16) + 2 * TILE * sizeof(float);
+  auto load_step = [&](int step, int st, int extra_bytes) {  // the tiles of step into stage st (thread 0)
+    const int h = hk * group + step / n_qt, q0 = (kt + step % n_qt) * TILE, row0 = b * s.T + q0;
+    mbar_expect_tx(&full[st], STEP_BYTES + extra_bytes);
+    for (int half = 0; half < 2; half++) {
+      tma_load(sQO + 2 * st * TILE_ELEMS + half * TILE * 64, &map_q, h * HD + 64 * half, row0, &full[st]);
+      tma_load(sQO + (2 * st + 1) * TILE_ELEMS + half * TILE * 64, &map_do, h * HD + 64 * half, row0, &full[st]);
+    }
+    const long ld = (long(b) * s.H + h) * s.T + q0;
+    bulk_load(sLD + 2 * st * TILE, lse + ld, TILE * sizeof(float), &full[st]);
+    bulk_load(sLD + 2 * st * TILE + TILE, delta + ld, TILE * sizeof(float), &full[st]);
   };
-  load_tile_async<HD>(sK, k + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-  load_tile_async<HD>(sV, v + (long(b) * s.T + k0) * kstride + hk * HD, kstride);
-  load_q(0, 0);  // the same group as K and V
+  if (threadIdx.x == 0) {
+    mbar_init(&full[0], 1);
+    mbar_init(&full[1], 1);
+    mbar_init_fence();
+    load_step(0, 0, 2 * TILE_ELEMS * sizeof(bf16));  // with K and V
+    for (int half = 0; half < 2; half++) {
+      tma_load(sK + half * TILE * 64, &map_k, hk * HD + 64 * half, b * s.T + k0, &full[0]);
+      tma_load(sV + half * TILE * 64, &map_v, hk * HD + 64 * half, b * s.T + k0, &full[0]);
+    }
+  }
   const int key[2] = {kw + g, kw + g + 8};
   const float sl2 = scale * LOG2E;
   float acc_dk[HD / 8][4] = {}, acc_dv[HD / 8][4] = {};
   for (int step = 0; step < steps; step++) {
     const int st = step & 1, qt = kt + step % n_qt, q0 = qt * TILE, h = hk * group + step / n_qt;
-    tiles_ready();  // step's tiles are in stage st; nobody reads stage st ^ 1 any more
-    if (step + 1 < steps) load_q(step + 1, st ^ 1);
+    if (threadIdx.x == 0) tma_store_wait_read();  // the last step's dS store has read sDS
+    __syncthreads();  // nobody reads stage st ^ 1 or sDS any more (and the barriers are initialized)
+    if (threadIdx.x == 0 && step + 1 < steps) load_step(step + 1, st ^ 1, 0);
+    mbar_wait(&full[st], (step / 2) & 1);  // step's tiles are in stage st
     const bf16* sQ = sQO + 2 * st * TILE_ELEMS;
     const bf16* sdO = sQ + TILE_ELEMS;
     const float* sL = sLD + 2 * st * TILE;  // lse
@@ -350,15 +386,16 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
         sc[n][e] = p;                                      // Pᵀ
         dp[n][e] = p * (dp[n][e] - sD[qi]);                // dSᵀ
       }
-    // dS, bf16 as the products below use it, into tile (qt, kt) of the band: each 8 x 8 block
-    // transposed, row (query) 8 n + g, this warp's 16 key columns
-    bf16* ds_tile = ds + band.offset(b, h, s.H, qt, kt) + 16 * warp;
+    // dS, bf16 as the products below use it, staged as tile (qt, kt) of the band: each 8 x 8
+    // block transposed, row (query) 8 n + g, this warp's 16 key columns (chunks 2 warp and
+    // 2 warp + 1 of the row: the 8 rows of a store land in 8 different bank groups)
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++) {
-      bf16* row = ds_tile + (8 * n + g) * TILE + 2 * t;
-      *reinterpret_cast<uint32_t*>(row) = transpose8x8(pack2f(dp[n][0], dp[n][1]));
-      *reinterpret_cast<uint32_t*>(row + 8) = transpose8x8(pack2f(dp[n][2], dp[n][3]));
+      unsigned char* row = sDS + 4 * t;
+      *reinterpret_cast<uint32_t*>(row + sw128_offset<TILE>(8 * n + g, 2 * warp)) = transpose8x8(pack2f(dp[n][0], dp[n][1]));
+      *reinterpret_cast<uint32_t*>(row + sw128_offset<TILE>(8 * n + g, 2 * warp + 1)) = transpose8x8(pack2f(dp[n][2], dp[n][3]));
     }
+    fence_proxy_async();  // the staged dS, visible to TMA
     uint32_t ap[TILE / 16][4], as[TILE / 16][4];  // Pᵀ and dSᵀ as A fragments
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; kk++) {
@@ -371,10 +408,16 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; kk++) wgmma_m64n128k16_rs_mn(acc_dk, as[kk], mn_major_desc<TILE>(sQ, kk), 1);
     wgmma_commit();
+    __syncthreads();  // (while the products run) every thread's dS is staged
+    if (threadIdx.x == 0) {
+      tma_store(&map_ds, 0, int(band.offset(b, h, s.H, qt, kt) / TILE), sDS);
+      tma_store_commit();
+    }
     wgmma_wait<0>();
     wgmma_fence_regs(acc_dv);
     wgmma_fence_regs(acc_dk);
   }
+  if (threadIdx.x == 0) tma_store_wait_all();  // before the block's shared memory goes
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     bf16* krow = dk + (long(b) * s.T + key[r]) * kstride + hk * HD;
@@ -514,8 +557,17 @@ bool configure_flash_kernel(Kernel kernel, int smem_bytes) {
 }
 // Dynamic shared memory of the kernels (their layouts are at their tops).
 constexpr int FORWARD_SMEM = 5 * TILE_ELEMS * sizeof(bf16) + SMEM_SLACK;
-constexpr int DKDV_SMEM = 6 * TILE_ELEMS * sizeof(bf16) + 4 * TILE * sizeof(float) + SMEM_SLACK;
-constexpr int DQ_SMEM = 2 * DQ_STAGE * sizeof(bf16) + SMEM_SLACK;
+constexpr int DKDV_SMEM = 6 * TILE_ELEMS * sizeof(bf16) + 4 * TILE * sizeof(float) + TILE * TILE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
+constexpr int DQ_SMEM = 2 * DQ_STAGE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
+
+// The TMA maps of q, k, v: (B * T, heads * HD) column slices of their rows, in (TILE, 64) boxes.
+struct QkvMaps {
+  CUtensorMap q, k, v;
+  QkvMaps(const bf16* q_, const bf16* k_, const bf16* v_, const AttnShape& s)
+      : q(tma_map_bf16(q_, long(s.B) * s.T, long(s.H) * HD, TILE, s.q_ld())),
+        k(tma_map_bf16(k_, long(s.B) * s.T, long(s.Hkv) * HD, TILE, s.kv_ld())),
+        v(tma_map_bf16(v_, long(s.B) * s.T, long(s.Hkv) * HD, TILE, s.kv_ld())) {}
+};
 
 // The scratch of the bf16 backward: delta (B, H, T) floats, then the dS band.
 long delta_floats(const AttnShape& s) { return (long(s.B) * s.H * s.T + 63) / 64 * 64; }
@@ -554,11 +606,14 @@ void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const
   (void)configured;
   const float scale = 1.0f / sqrtf(float(HD));
   const DsBand band = DsBand::of(s);
+  const CUtensorMap map_ds = tma_map_bf16(ds, band.elements(s.B, s.H) / TILE, TILE, TILE);
+  const QkvMaps maps(q, k, v, s);
+  const CUtensorMap map_do = tma_map_bf16(dout, long(s.B) * s.T, long(s.H) * HD, TILE);
   flash_backward_dkdv_kernel<<<dim3(s.T / TILE, s.B * s.Hkv), THREADS, DKDV_SMEM, stream>>>(
-      dk, dv, ds, dout, lse, delta, q, k, v, s, band, scale);
+      dk, dv, map_ds, maps.q, map_do, maps.k, maps.v, lse, delta, s, band, scale);
   cudaLaunchCheck();
   flash_backward_dq_kernel<<<dim3(ceil_div(s.T / TILE, DQ_WGS), s.B * s.H), DQ_WGS * THREADS, DQ_SMEM, stream>>>(
-      dq, ds, k, s, band, scale);
+      dq, map_ds, maps.k, s, band, scale);
   cudaLaunchCheck();
 }
 

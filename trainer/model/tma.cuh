@@ -1,7 +1,8 @@
-// The tensor-memory accelerator (TMA, sm_90) as the persistent product kernels use it:
-// 2-D tensor maps of row-major bf16 matrices in 128-byte-swizzled boxes (the sw128 tile layout
-// of wgmma.cuh, so a loaded box is a ready operand), bulk loads that complete on an mbarrier,
-// bulk stores from shared memory with their groups and waits, and the mbarrier operations.
+// The tensor-memory accelerator (TMA, sm_90) as the product and attention backward kernels use
+// it: 2-D tensor maps of row-major bf16 matrices (or column slices of them) in 128-byte-swizzled
+// boxes (the sw128 tile layout of wgmma.cuh, so a loaded box is a ready operand), bulk loads
+// (tiles and contiguous bytes) that complete on an mbarrier, bulk stores from shared memory
+// with their groups and waits, and the mbarrier operations.
 //
 // A box is (box_rows, 64) bf16: 64 columns of 128 bytes; its shared-memory destination must
 // be 1024-byte aligned. The global matrix's base must be 16-byte aligned and its row stride a
@@ -52,6 +53,14 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
       : "memory");
 }
+/// `bytes` contiguous bytes from global src into shared dst (both 16-byte aligned, bytes a multiple
+/// of 16); completes on bar.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, int bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
 /// Shared memory at src into the box at (column x, row y); after fence_proxy_async() over the
 /// writes of src. A thread's stores since its last commit form one bulk group.
 __device__ __forceinline__ void tma_store(const CUtensorMap* map, int x, int y, const void* src) {
@@ -67,9 +76,11 @@ __device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.b
 __device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // ---- host side ----
-/// The map of a row-major (rows, cols) bf16 matrix in (box_rows, 64) boxes, 128-byte swizzled.
-/// Throws std::invalid_argument when the driver refuses it (a misaligned base, say).
-inline CUtensorMap tma_map_bf16(const void* p, long rows, long cols, int box_rows) {
+/// The map of a row-major (rows, cols) bf16 matrix in (box_rows, 64) boxes, 128-byte swizzled;
+/// its rows start row_stride elements apart (0: cols, packed), so a map may cover a column
+/// slice of a wider matrix. Throws std::invalid_argument when the driver refuses it (a
+/// misaligned base or stride, say).
+inline CUtensorMap tma_map_bf16(const void* p, long rows, long cols, int box_rows, long row_stride = 0) {
   static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found;
@@ -78,7 +89,7 @@ inline CUtensorMap tma_map_bf16(const void* p, long rows, long cols, int box_row
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }();
   CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)}, strides[1] = {cuuint64_t(cols) * 2};
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)}, strides[1] = {cuuint64_t(row_stride ? row_stride : cols) * 2};
   const cuuint32_t box[2] = {64, cuuint32_t(box_rows)}, elem_strides[2] = {1, 1};
   const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(p), dims, strides, box,
                             elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
