@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "model/async_copy.cuh"
 #include "model/tma.cuh"
@@ -597,16 +599,11 @@ void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const
                               const bf16* v, AttnShape s, cudaStream_t stream) {
   s = flash_shape(s);
   // the TMA copies read these from 16-byte aligned addresses, and address band tiles by int rows
-  for (const void* p : {static_cast<const void*>(dout), static_cast<const void*>(lse), static_cast<const void*>(q),
-                        static_cast<const void*>(k), static_cast<const void*>(v), static_cast<const void*>(scratch)})
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) {
-      std::fprintf(stderr, "FAIL: attention backward needs q, k, v, dout, lse and scratch 16-byte aligned\n");
-      std::exit(1);
-    }
-  if (DsBand::of(s).elements(s.B, s.H) / TILE > INT32_MAX) {
-    std::fprintf(stderr, "FAIL: attention backward: the dS band of batch %d x %d heads is over 2^31 rows\n", s.B, s.H);
-    std::exit(1);
-  }
+  if (!tma_aligned({dout, lse, q, k, v, scratch}))
+    throw std::invalid_argument("attention_backward: q, k, v, dout, lse and scratch must start 16-byte aligned");
+  if (DsBand::of(s).elements(s.B, s.H) / TILE > INT32_MAX)
+    throw std::invalid_argument("attention_backward: the dS band of " + std::to_string(s.B) + " rows x " +
+                                std::to_string(s.H) + " heads is over 2^31 tile rows");
   float* delta = static_cast<float*>(scratch);
   bf16* ds = reinterpret_cast<bf16*>(delta + delta_floats(s));
   long rows = long(s.B) * s.T * s.H;

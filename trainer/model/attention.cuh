@@ -33,7 +33,8 @@ size_t attention_scratch_bytes(AttnShape s);
 /// dq: (B, T, H, D); dk, dv: (B, T, Hkv, D), overwritten, with the row strides of q, k, v;
 /// dout: (B, T, H, D) packed, as o.
 /// scratch: attention_scratch_bytes<T>(s) bytes, 16-byte aligned; for bf16 so are q, k, v, dout
-/// and lse (TMA reads them; cudaMalloc's pointers are).
+/// and lse (TMA reads them; cudaMalloc's pointers are). Throws std::invalid_argument (bf16)
+/// where they are not, or where the dS band would be over 2^31 rows of 64 (before any work).
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, void* scratch, const T* dout, const T* o,
                         const float* lse, const T* q, const T* k, const T* v, AttnShape s,

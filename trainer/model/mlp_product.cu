@@ -204,7 +204,7 @@ void relu2_product(const char* who, bf16* out0, bf16* out1, const bf16* h, const
 
 bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<const void*> ptrs) {
   if (rows <= 0 || width <= 0 || summed <= 0 || rows % TILE_M || width % TILE_N || summed % TILE_K) return false;
-  return std::all_of(ptrs.begin(), ptrs.end(), [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; });
+  return tma_aligned(ptrs);
 }
 
 void linear_relu2_forward_fused(bf16* h, bf16* a, const bf16* x, const bf16* w, int rows, int in, int out,

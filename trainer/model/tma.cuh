@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -76,6 +77,12 @@ __device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.b
 __device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // ---- host side ----
+/// Every pointer starts 16-byte aligned, as the global addresses of TMA copies must.
+inline bool tma_aligned(std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
 /// The map of a row-major (rows, cols) bf16 matrix in (box_rows, 64) boxes, 128-byte swizzled;
 /// its rows start row_stride elements apart (0: cols, packed), so a map may cover a column
 /// slice of a wider matrix. Throws std::invalid_argument when the driver refuses it (a
