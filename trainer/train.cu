@@ -95,7 +95,7 @@ template <typename T>
 struct GPT {
   struct Layer {
     int c_q, c_k, c_v, c_proj, ve_gate = -1, ve = -1, c_fc, mlp_proj;
-    T *x, *xm, *n1, *qkv, *gate, *att, *xa, *n2, *h, *a;  // saved for backward
+    T *x, *xm, *n1, *qkv, *gate, *att, *xa, *n2, *a;  // saved for backward (a = relu(h)²; h is not kept)
     float *rstd1, *rstd2, *qkrstd, *lse;
     // qkv (N, QKV): q (normalized, rotated), k (the same), v (gated) side by side in each row.
     bool fused_qkv = false;  // c_q, c_k, c_v lie one after another (weights and gradients): one product
@@ -143,7 +143,7 @@ struct GPT {
       l.x = i == 0 ? nullptr : A(N * C);  // layer 0 reads x0
       l.xm = A(N * C), l.n1 = A(N * C), l.qkv = A(N * qkv_width());
       l.gate = c.has_ve(i) ? A(N * c.n_kv_head) : nullptr;
-      l.att = A(N * HD), l.xa = A(N * C), l.n2 = A(N * C), l.h = A(N * F), l.a = A(N * F);
+      l.att = A(N * HD), l.xa = A(N * C), l.n2 = A(N * C), l.a = A(N * F);
       l.rstd1 = Af(N), l.rstd2 = Af(N), l.qkrstd = Af(N * (c.n_head + c.n_kv_head));
       l.lse = Af(N * c.n_head);
       const ParamInfo &q = p.info[l.c_q], &k = p.info[l.c_k], &v = p.info[l.c_v];
@@ -247,7 +247,7 @@ struct GPT {
       attention_forward(l.att, l.lse, l.qkv, l.qkv + qkv_col(1), v, attn_shape(i), st);
       linear_forward_add(blas, l.xa, l.xm, l.att, p.wt(l.c_proj), N, HD, C);  // xa = xm + attn
       rmsnorm_forward(l.n2, l.rstd2, l.xa, N, C, NORM_EPS, st);
-      linear_relu2_forward(blas, l.h, l.a, l.n2, p.wt(l.c_fc), N, C, F);  // h, a = relu(h)²
+      linear_relu2_forward(blas, l.a, l.n2, p.wt(l.c_fc), N, C, F);  // a = relu(n2 · W_fcᵀ)²
       linear_forward_add(blas, x_out, l.xa, l.a, p.wt(l.mlp_proj), N, F, C);  // x = xa + mlp
     }
     rmsnorm_forward(xf, rstdf, xlast, N, C, NORM_EPS, st);
@@ -268,7 +268,7 @@ struct GPT {
       Layer& l = L[i];
       // x_out = xa + relu²(n2 · W_fcᵀ) · W_projᵀ
       linear_backward_weight(blas, p.g(l.mlp_proj), dX, l.a, N, F, C);
-      linear_backward_input_relu2(blas, dh, dX, p.wt(l.mlp_proj), l.h, N, F, C);  // dh = d(a) * 2 relu(h)
+      linear_backward_input_relu2(blas, dh, dX, p.wt(l.mlp_proj), l.a, N, F, C);  // dh = d(a) * 2 sqrt(a)
       linear_backward_weight(blas, p.g(l.c_fc), dh, l.n2, N, C, F);
       linear_backward_input(blas, dn, dh, p.wt(l.c_fc), N, C, F);
       rmsnorm_backward(dX, dX, dn, l.xa, l.rstd2, N, C, st);  // dX = d xa

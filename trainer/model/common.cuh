@@ -96,6 +96,15 @@ __device__ __forceinline__ void store4(float* p, const float* f) {
 
 inline int ceil_div(long a, long b) { return int((a + b - 1) / b); }
 
+/// relu(h) from the saved a = relu(h)² (a >= 0), for relu²'s backward: one MUFU op
+/// (sqrt.approx, relative error about 2^-23, far under a's bf16 rounding). sqrtf's IEEE-rounded
+/// sequence made the fused backward product 1.9 times slower (docs/PERF.md, run 37).
+__device__ __forceinline__ float relu_from_square(float a) {
+  float r;
+  asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(a));
+  return r;
+}
+
 // Sum over a warp; every lane gets the result.
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -407,13 +407,13 @@ __global__ void relu2_forward_kernel(T* a, const T* h, long n) {
 }
 
 template <typename T>
-__global__ void relu2_backward_kernel(T* dh, const T* h, long n) {
+__global__ void relu2_backward_kernel(T* dh, const T* a, long n) {
   float g[8], f[8];
   GRID_STRIDE(i8, n / 8) {
     load8(g, dh + 8 * i8);
-    load8(f, h + 8 * i8);
+    load8(f, a + 8 * i8);
 #pragma unroll
-    for (int e = 0; e < 8; e++) g[e] *= 2.f * fmaxf(f[e], 0.f);
+    for (int e = 0; e < 8; e++) g[e] *= 2.f * relu_from_square(f[e]);
     store8(dh + 8 * i8, g);
   }
 }
@@ -626,9 +626,9 @@ void relu2_forward(T* a, const T* h, long n, cudaStream_t st) {
 }
 
 template <typename T>
-void relu2_backward(T* dh, const T* h, long n, cudaStream_t st) {
+void relu2_backward(T* dh, const T* a, long n, cudaStream_t st) {
   require_multiple(n, 8, "relu2_backward");
-  relu2_backward_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(dh, h, n);
+  relu2_backward_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(dh, a, n);
   cudaLaunchCheck();
 }
 

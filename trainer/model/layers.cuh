@@ -84,11 +84,12 @@ template <typename T>
 void ve_gate_backward(T* dlogits, T* dve, const T* dv, const T* logits, const T* ve_table,
                       const int* tok, int N, int Hkv, int D, long ld, cudaStream_t st);
 
-/// a = relu(h)²; backward: dh = da * 2 relu(h), in place over da.
+/// a = relu(h)² (a may be h); backward from the saved a: dh = da * 2 sqrt(a) (= 2 relu(h)),
+/// in place over da.
 template <typename T>
 void relu2_forward(T* a, const T* h, long n, cudaStream_t st);
 template <typename T>
-void relu2_backward(T* dh, const T* h, long n, cudaStream_t st);
+void relu2_backward(T* dh, const T* a, long n, cudaStream_t st);
 
 /// Per row of V logits (T, as the bf16 lm_head product leaves them; V % 8 == 0, V <= 8192):
 /// z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target].

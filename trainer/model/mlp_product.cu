@@ -10,9 +10,9 @@
 // of the tile (two 64-row halves, 128 fp32 accumulators a thread), both reading the same W
 // tile of a stage (85 FLOP a loaded byte, against 64 for 128-row tiles). In its epilogue a
 // warpgroup writes its rows in bf16 into its own (128, 128) staging tile in the sw128 layout,
-// which its leader stores by TMA while the next tile's products run. The backward's h tile is
-// loaded by TMA into the same staging tile once the tile's products are done, and read back in
-// place.
+// which its leader stores by TMA while the next tile's products run. The backward's tile of a
+// is loaded by TMA into the same staging tile once the tile's products are done, and read back
+// in place.
 #include "model/mlp_product.cuh"
 
 #include <algorithm>
@@ -40,23 +40,23 @@ __device__ __forceinline__ int staged(int r, int c) { return sw128_offset<128>(r
 // Barrier of the 128 threads of consumer warpgroup wg (barrier 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory"); }
 
-// Forward: A = x (M, K), B = W_fc (N, K); out0 = h, out1 = relu(h)².
-// Backward: A = dy (M, K), B = W_proj (K, N); out0 = dh, map_h = h (M, N).
+// Forward: A = x (M, K), B = W_fc (N, K); out = relu(A · Bᵀ)².
+// Backward: A = dy (M, K), B = W_proj (K, N); out = dh = (A · B) * 2 sqrt(act), act = a (M, N).
 template <Epilogue E>
 __global__ void __launch_bounds__(THREADS, 1)
     relu2_product_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                         const __grid_constant__ CUtensorMap map_out0, const __grid_constant__ CUtensorMap map_out1,
-                         const __grid_constant__ CUtensorMap map_h, int M, int N, int K) {
+                         const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_act,
+                         int M, int N, int K) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // stage s: A, then B
   unsigned char* staging = ring + STAGES * STAGE_BYTES;
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + WGS * OUT_TILE_BYTES);
   uint64_t* empty = full + STAGES;
-  uint64_t* h_ready = empty + STAGES;  // one a warpgroup
+  uint64_t* act_ready = empty + STAGES;  // one a warpgroup
   const int tiles_n = N / TILE_N, tiles = (M / TILE_M) * tiles_n, steps = K / TILE_K;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 128 * WGS);
-    for (int w = 0; w < WGS; w++) mbar_init(&h_ready[w], 1);
+    for (int w = 0; w < WGS; w++) mbar_init(&act_ready[w], 1);
     mbar_init_fence();
   }
   __syncthreads();
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   const bool leader = threadIdx.x % 128 == 0;
   unsigned char* out_tile = staging + wg * OUT_TILE_BYTES;
   int it = 0;
-  uint32_t h_parity = 0;
+  uint32_t act_parity = 0;
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int m0 = (tile / tiles_n) * TILE_M + 128 * wg, n0 = (tile % tiles_n) * TILE_N;
     float acc[2][16][4] = {};
@@ -115,59 +115,53 @@ __global__ void __launch_bounds__(THREADS, 1)
     wgmma_fence_regs(acc[0]);
     wgmma_fence_regs(acc[1]);
 
-    // epilogue: the forward stages h, then relu(h)²; the backward reads h in place and stages dh
-    if constexpr (E == Epilogue::Backward) {  // h's tile into the staging tile once the last stores have read it
+    // epilogue: the forward stages relu(h)²; the backward reads a in place and stages dh
+    if constexpr (E == Epilogue::Backward) {  // a's tile into the staging tile once the last stores have read it
       // (loading it when the tile starts was slower: the leader's wait stalls the products; PERF run 31)
       if (leader) {
         tma_store_wait_read();
-        mbar_expect_tx(&h_ready[wg], OUT_TILE_BYTES);
-        tma_load(out_tile, &map_h, n0, m0, &h_ready[wg]);
-        tma_load(out_tile + OUT_TILE_BYTES / 2, &map_h, n0 + 64, m0, &h_ready[wg]);
+        mbar_expect_tx(&act_ready[wg], OUT_TILE_BYTES);
+        tma_load(out_tile, &map_act, n0, m0, &act_ready[wg]);
+        tma_load(out_tile + OUT_TILE_BYTES / 2, &map_act, n0 + 64, m0, &act_ready[wg]);
       }
-      mbar_wait(&h_ready[wg], h_parity);
-      h_parity ^= 1;
+      mbar_wait(&act_ready[wg], act_parity);
+      act_parity ^= 1;
     } else {
       if (leader) tma_store_wait_read();
       warpgroup_sync(wg);
     }
-    for (int pass = 0; pass < (E == Epilogue::Forward ? 2 : 1); pass++) {
-      if (pass == 1) {  // relu(h)² into the staging tile once h's stores have read it
-        if (leader) tma_store_wait_read();
-        warpgroup_sync(wg);
-      }
 #pragma unroll
-      for (int half = 0; half < 2; half++)
+    for (int half = 0; half < 2; half++)
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-          const int row = 64 * half + 16 * warp + g + 8 * r;
+      for (int r = 0; r < 2; r++) {
+        const int row = 64 * half + 16 * warp + g + 8 * r;
 #pragma unroll
-          for (int n = 0; n < 16; n++) {
-            __nv_bfloat162* at = reinterpret_cast<__nv_bfloat162*>(out_tile + staged(row, 8 * n + 2 * t));
-            const float2 v = __bfloat1622float2(__floats2bfloat162_rn(acc[half][n][2 * r], acc[half][n][2 * r + 1]));
-            if constexpr (E == Epilogue::Forward) {
-              const float a0 = fmaxf(v.x, 0.f), a1 = fmaxf(v.y, 0.f);
-              *at = pass == 0 ? __floats2bfloat162_rn(v.x, v.y) : __floats2bfloat162_rn(a0 * a0, a1 * a1);
-            } else {
-              const float2 hv = __bfloat1622float2(*at);
-              *at = __floats2bfloat162_rn(v.x * 2.f * fmaxf(hv.x, 0.f), v.y * 2.f * fmaxf(hv.y, 0.f));
-            }
+        for (int n = 0; n < 16; n++) {
+          __nv_bfloat162* at = reinterpret_cast<__nv_bfloat162*>(out_tile + staged(row, 8 * n + 2 * t));
+          // the product rounded to bf16 first, as cuBLAS leaves it for relu2_forward / relu2_backward
+          const float2 v = __bfloat1622float2(__floats2bfloat162_rn(acc[half][n][2 * r], acc[half][n][2 * r + 1]));
+          if constexpr (E == Epilogue::Forward) {
+            const float a0 = fmaxf(v.x, 0.f), a1 = fmaxf(v.y, 0.f);
+            *at = __floats2bfloat162_rn(a0 * a0, a1 * a1);
+          } else {
+            const float2 av = __bfloat1622float2(*at);
+            *at = __floats2bfloat162_rn(v.x * 2.f * relu_from_square(av.x), v.y * 2.f * relu_from_square(av.y));
           }
         }
-      fence_proxy_async();  // the staging writes, visible to TMA
-      warpgroup_sync(wg);
-      if (leader) {
-        const CUtensorMap* out = pass == 0 ? &map_out0 : &map_out1;
-        tma_store(out, n0, m0, out_tile);
-        tma_store(out, n0 + 64, m0, out_tile + OUT_TILE_BYTES / 2);
-        tma_store_commit();
       }
+    fence_proxy_async();  // the staging writes, visible to TMA
+    warpgroup_sync(wg);
+    if (leader) {
+      tma_store(&map_out, n0, m0, out_tile);
+      tma_store(&map_out, n0 + 64, m0, out_tile + OUT_TILE_BYTES / 2);
+      tma_store_commit();
     }
   }
   if (leader) tma_store_wait_all();
 }
 
 template <Epilogue E>
-void launch_relu2_product(bf16* out0, bf16* out1, const bf16* h, const bf16* A, const bf16* B, int M, int N, int K,
+void launch_relu2_product(bf16* out, const bf16* act, const bf16* A, const bf16* B, int M, int N, int K,
                           cudaStream_t st) {
   static const int sms = [] {  // the grid: one block a multiprocessor
     cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
@@ -180,24 +174,22 @@ void launch_relu2_product(bf16* out0, bf16* out1, const bf16* h, const bf16* A, 
   }();
   const CUtensorMap map_a = tma_map_bf16(A, M, K, TILE_M);
   const CUtensorMap map_b = E == Epilogue::Forward ? tma_map_bf16(B, N, K, 128) : tma_map_bf16(B, K, N, 64);
-  const CUtensorMap map_out0 = tma_map_bf16(out0, M, N, 128);
-  const CUtensorMap map_out1 = tma_map_bf16(out1 ? out1 : out0, M, N, 128);
-  const CUtensorMap map_h = tma_map_bf16(h ? h : out0, M, N, 128);
+  const CUtensorMap map_out = tma_map_bf16(out, M, N, 128);
+  const CUtensorMap map_act = tma_map_bf16(act ? act : out, M, N, 128);
   const int tiles = (M / TILE_M) * (N / TILE_N);
-  relu2_product_kernel<E><<<std::min(tiles, sms), THREADS, SMEM, st>>>(
-      map_a, map_b, map_out0, map_out1, map_h, M, N, K);
+  relu2_product_kernel<E><<<std::min(tiles, sms), THREADS, SMEM, st>>>(map_a, map_b, map_out, map_act, M, N, K);
   cudaLaunchCheck();
 }
 
 template <Epilogue E>
-void relu2_product(const char* who, bf16* out0, bf16* out1, const bf16* h, const bf16* A, const bf16* B, int M, int N,
-                   int K, cudaStream_t st) {
-  if (!relu2_product_fits(M, N, K, {out0, out1, h, A, B}))
+void relu2_product(const char* who, bf16* out, const bf16* act, const bf16* A, const bf16* B, int M, int N, int K,
+                   cudaStream_t st) {
+  if (!relu2_product_fits(M, N, K, {out, act, A, B}))
     throw std::invalid_argument(std::string(who) + ": shape (" + std::to_string(M) + " rows, " + std::to_string(N) +
                                 " wide, " + std::to_string(K) + " summed) or alignment does not fit the kernel's " +
                                 std::to_string(TILE_M) + " x " + std::to_string(TILE_N) + " x " +
                                 std::to_string(TILE_K) + " tiles");
-  launch_relu2_product<E>(out0, out1, h, A, B, M, N, K, st);
+  launch_relu2_product<E>(out, act, A, B, M, N, K, st);
 }
 
 }  // namespace
@@ -207,12 +199,11 @@ bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<c
   return tma_aligned(ptrs);
 }
 
-void linear_relu2_forward_fused(bf16* h, bf16* a, const bf16* x, const bf16* w, int rows, int in, int out,
-                                cudaStream_t st) {
-  relu2_product<Epilogue::Forward>("linear_relu2_forward", h, a, nullptr, x, w, rows, out, in, st);
+void linear_relu2_forward_fused(bf16* a, const bf16* x, const bf16* w, int rows, int in, int out, cudaStream_t st) {
+  relu2_product<Epilogue::Forward>("linear_relu2_forward", a, nullptr, x, w, rows, out, in, st);
 }
 
-void linear_backward_input_relu2_fused(bf16* dh, const bf16* dy, const bf16* w, const bf16* h, int rows, int in,
+void linear_backward_input_relu2_fused(bf16* dh, const bf16* dy, const bf16* w, const bf16* a, int rows, int in,
                                        int out, cudaStream_t st) {
-  relu2_product<Epilogue::Backward>("linear_backward_input_relu2", dh, nullptr, h, dy, w, rows, in, out, st);
+  relu2_product<Epilogue::Backward>("linear_backward_input_relu2", dh, a, dy, w, rows, in, out, st);
 }

@@ -1,8 +1,9 @@
 // Benchmark of the fused relu² products (model/mlp_product.cuh) against the two-kernel path
 // (cuBLAS, then the relu² kernel) at one micro-batch's shapes (262144 tokens, 512 -> 2048;
 // `mlp_gemm_bench ROWS` for fewer rows):
-//   forward:  h = x · W_fcᵀ and a = relu(h)², both written    x (M, K), W_fc (N, K)
-//   backward: dh = (dy · W_proj) * 2 relu(h), h read back       dy (M, K), W_proj (K, N)
+//   forward:  a = relu(x · W_fcᵀ)², only a written             x (M, K), W_fc (N, K)
+//   backward: dh = (dy · W_proj) * 2 sqrt(a), a read back       dy (M, K), W_proj (K, N)
+// (the two-kernel path writes h, then reads it back for a).
 // Prints the times, TFLOP/s and the relative L2 difference from the two-kernel path on every
 // element, then each path's time and joules a call under sustained load (tests/gpu_energy.h);
 // exits 1 when a difference exceeds 1e-2, 77 without a GPU. History (docs/PERF.md):
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   }
   std::mt19937_64 rng(7);
   Buffer x(long(M) * K), w_fc(long(N) * K), dy(long(M) * K), w_proj(long(K) * N);
-  Buffer h_ref(long(M) * N), a_ref(long(M) * N), dh_ref(long(M) * N), h(long(M) * N), a(long(M) * N), dh(long(M) * N);
+  Buffer h_ref(long(M) * N), a_ref(long(M) * N), dh_ref(long(M) * N), a(long(M) * N), dh(long(M) * N);
   x.fill(rng, 1.f), dy.fill(rng, 1.f), w_fc.fill(rng, 0.04f), w_proj.fill(rng, 0.04f);
   Blas blas(nullptr);
   const double flops = 2.0 * M * N * K;
@@ -80,26 +81,26 @@ int main(int argc, char** argv) {
   };
   auto backward_ref = [&] {
     linear_backward_input(blas, dh_ref.p, dy.p, w_proj.p, M, N, K);
-    relu2_backward(dh_ref.p, h_ref.p, long(M) * N, nullptr);
+    relu2_backward(dh_ref.p, a_ref.p, long(M) * N, nullptr);
   };
   const float f_ref = median_gpu_ms(forward_ref), b_ref = median_gpu_ms(backward_ref);
-  forward_ref();  // h_ref, a_ref as the backward timing left them; dh_ref after the last run
+  forward_ref();  // a_ref for the backward; dh_ref after the last run
   backward_ref();
   cudaCheck(cudaDeviceSynchronize());
   std::printf("rows %d: cuBLAS + relu²: forward %.3f ms (%.0f TFLOP/s), backward %.3f ms (%.0f TFLOP/s)\n", M, f_ref,
               flops / f_ref / 1e9, b_ref, flops / b_ref / 1e9);
   bool ok = true;
   auto candidate = [&](const char* name, auto forward, auto backward) {
-    for (Buffer* b : {&h, &a, &dh}) cudaCheck(cudaMemset(b->p, 0, b->n * sizeof(bf16)));
+    for (Buffer* b : {&a, &dh}) cudaCheck(cudaMemset(b->p, 0, b->n * sizeof(bf16)));
     const float f = median_gpu_ms(forward), b = median_gpu_ms(backward);
     cudaCheck(cudaDeviceSynchronize());
-    const double dh_diff = rel_diff(h, h_ref), da_diff = rel_diff(a, a_ref), ddh_diff = rel_diff(dh, dh_ref);
-    std::printf("%-9s forward %.3f ms (%.0f TFLOP/s), backward %.3f ms (%.0f TFLOP/s); rel diff h %.2e, relu²(h) %.2e, dh %.2e\n",
-                name, f, flops / f / 1e9, b, flops / b / 1e9, dh_diff, da_diff, ddh_diff);
-    ok = ok && dh_diff < 1e-2 && da_diff < 1e-2 && ddh_diff < 1e-2;
+    const double da_diff = rel_diff(a, a_ref), ddh_diff = rel_diff(dh, dh_ref);
+    std::printf("%-9s forward %.3f ms (%.0f TFLOP/s), backward %.3f ms (%.0f TFLOP/s); rel diff relu²(h) %.2e, dh %.2e\n",
+                name, f, flops / f / 1e9, b, flops / b / 1e9, da_diff, ddh_diff);
+    ok = ok && da_diff < 1e-2 && ddh_diff < 1e-2;
   };
-  auto fused_forward = [&] { linear_relu2_forward_fused(h.p, a.p, x.p, w_fc.p, M, K, N, nullptr); };
-  auto fused_backward = [&] { linear_backward_input_relu2_fused(dh.p, dy.p, w_proj.p, h_ref.p, M, N, K, nullptr); };
+  auto fused_forward = [&] { linear_relu2_forward_fused(a.p, x.p, w_fc.p, M, K, N, nullptr); };
+  auto fused_backward = [&] { linear_backward_input_relu2_fused(dh.p, dy.p, w_proj.p, a_ref.p, M, N, K, nullptr); };
   candidate("fused", fused_forward, fused_backward);
   std::printf(ok ? "mlp products: outputs agree\n" : "mlp products: outputs DIFFER\n");
   // Time and joules a call under sustained load, the figures that count at the power limit;
