@@ -95,7 +95,8 @@ template <typename T>
 struct GPT {
   struct Layer {
     int c_q, c_k, c_v, c_proj, ve_gate = -1, ve = -1, c_fc, mlp_proj;
-    T *x, *xm, *n1, *qkv, *gate, *att, *xa, *n2, *a;  // saved for backward (a = relu(h)²; h is not kept)
+    T *x, *n1, *qkv, *gate, *att, *xa, *n2, *a;  // saved for backward (a = relu(h)²; h is not kept)
+    T* xm;  // the mixed residual: one buffer for all layers (the backward recomputes it from x, x0)
     float *rstd1, *rstd2, *qkrstd, *lse;
     // qkv (N, QKV): q (normalized, rotated), k (the same), v (gated) side by side in each row.
     bool fused_qkv = false;  // c_q, c_k, c_v lie one after another (weights and gradients): one product
@@ -141,7 +142,8 @@ struct GPT {
     for (int i = 0; i < c.depth; i++) {
       Layer& l = L[i];
       l.x = i == 0 ? nullptr : A(N * C);  // layer 0 reads x0
-      l.xm = A(N * C), l.n1 = A(N * C), l.qkv = A(N * qkv_width());
+      l.xm = i == 0 ? A(N * C) : L[0].xm;
+      l.n1 = A(N * C), l.qkv = A(N * qkv_width());
       l.gate = c.has_ve(i) ? A(N * c.n_kv_head) : nullptr;
       l.att = A(N * HD), l.xa = A(N * C), l.n2 = A(N * C), l.a = A(N * F);
       l.rstd1 = Af(N), l.rstd2 = Af(N), l.qkrstd = Af(N * (c.n_head + c.n_kv_head));
@@ -277,15 +279,15 @@ struct GPT {
       linear_backward_input(blas, datt, dX, p.wt(l.c_proj), N, HD, C);
       const T* v = l.qkv + qkv_col(2);
       T* dv = dqkv + qkv_col(2);
+      // dq, dk come out through rope + QK-norm's backward: d(q, k before rope and norm)
+      const RopeQkNorm rope{l.qkrstd, cos_sin};
       attention_backward(dqkv, dqkv + qkv_col(1), dv, attn_scratch, datt, l.att, l.lse, l.qkv,
-                         l.qkv + qkv_col(1), v, attn_shape(i), st);
+                         l.qkv + qkv_col(1), v, attn_shape(i), st, &rope);
       if (l.ve >= 0) {
         ve_gate_backward(dgate, dve, dv, l.gate, p.e(l.ve), inp, N, Hkv, c.head_dim, QKV, st);
         embedding_backward(p.g(l.ve), dve, idx, KV, embed_partials, st);
         matmul<T, float>(blas, p.g(l.ve_gate), G, dgate, Hkv, true, l.n1, C, false, Hkv, G, N, 1.0f);
       }
-      rope_qknorm_backward(dqkv, dqkv, l.qkv, l.qkrstd, cos_sin, N, c.seq_len, c.n_head + Hkv, c.head_dim,
-                           QKV, st);  // in place: dqkv now holds d(q, k, v before rope and norm)
       if (l.fused_qkv) {
         linear_backward_weight(blas, p.g(l.c_q), dqkv, l.n1, N, C, QKV);
         linear_backward_input(blas, dn, dqkv, p.wt(l.c_q), N, C, QKV);
@@ -299,8 +301,8 @@ struct GPT {
       }
       if (l.ve >= 0)  // dn[:, :32] += d gate_logits · W_gate
         matmul<T, T>(blas, dn, C, dgate, Hkv, false, p.wt(l.ve_gate), G, false, N, G, Hkv, 1.0f);
-      residual_mix_rmsnorm_backward(dX, dx0, p.g(resid) + i, p.g(x0l) + i, partials, dX, dn, l.xm, l.rstd1,
-                                    l.x, x0, p.w(resid) + i, p.w(x0l) + i, N, C, st);  // dX = d x
+      residual_mix_rmsnorm_backward(dX, dx0, p.g(resid) + i, p.g(x0l) + i, partials, dX, dn, l.rstd1, l.x, x0,
+                                    p.w(resid) + i, p.w(x0l) + i, N, C, st);  // dX = d x
     }
     add(dn, dX, dx0, N * C, st);
     rmsnorm_backward(dX, (const T*)nullptr, dn, emb, rstd0, N, C, st);

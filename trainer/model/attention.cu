@@ -24,6 +24,7 @@
 #include <string>
 
 #include "model/async_copy.cuh"
+#include "model/layers.cuh"
 #include "model/tma.cuh"
 #include "model/wgmma.cuh"
 
@@ -107,6 +108,42 @@ __device__ __forceinline__ void mask_scores(float (&sc)[TILE / 8][4], const int*
       const int d = dist[e / 2] + STEP * (8 * n + (e & 1));
       if (d < 0 || d > window) sc[n][e] = -INFINITY;
     }
+}
+
+// The epilogues' share of rope + QK-norm's backward (RopeQkNorm): what they need of it, and the
+// head index of a kv head among the rstd row's q heads then k heads.
+struct RopeArgs {
+  const float* rstd;     // (B * T, H + Hkv)
+  const float* cos_sin;  // (T, HD / 2) cos, then (T, HD / 2) sin
+};
+
+// rope_qknorm_backward (layers.cu) on one row of a head held as accumulators are, the 4 lanes
+// of a quad together: g[n][e] is the gradient of the normalized output at column 8 n + 2 t + e,
+// y[n][e] the normalized output there, rs the row's rstd, pos its position. On return g holds
+// the gradient of the input: a = rs (g - y mean(g y)), rotated back (columns f and f + HD / 2
+// turn together: n and n + HD / 16 of the same lane).
+__device__ __forceinline__ void rope_qknorm_backward_row(float (&g)[HD / 8][2], const float (&y)[HD / 8][2], float rs,
+                                                         const float* cos_sin, int T, int pos, int t) {
+  float dot = 0.f;
+#pragma unroll
+  for (int n = 0; n < HD / 8; n++) dot += g[n][0] * y[n][0] + g[n][1] * y[n][1];
+  dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+  dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+  dot *= 1.f / HD;
+  constexpr int HALF = HD / 2;
+  const float* cs = cos_sin + long(pos) * HALF + 2 * t;
+  const float* sn = cos_sin + long(T) * HALF + long(pos) * HALF + 2 * t;
+#pragma unroll
+  for (int n = 0; n < HD / 16; n++) {
+    const float2 c = *reinterpret_cast<const float2*>(cs + 8 * n), s = *reinterpret_cast<const float2*>(sn + 8 * n);
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const float ce = e ? c.y : c.x, se = e ? s.y : s.x;
+      const float a = rs * (g[n][e] - y[n][e] * dot), b = rs * (g[n + HD / 16][e] - y[n + HD / 16][e] * dot);
+      g[n][e] = a * ce - b * se;
+      g[n + HD / 16][e] = a * se + b * ce;
+    }
+  }
 }
 
 // grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile (read once into registers, so
@@ -243,11 +280,13 @@ __global__ void attn_delta_kernel(float* delta, const T* dout, const T* o, AttnS
 // memory: 2 stages of {K tile (TILE, HD), DQ_WGS dS tiles (TILE, TILE)}, sw128, then a `full`
 // mbarrier a stage; thread 0 loads a key tile's stage by TMA once the block is done with it
 // (map_ds: the band as rows of TILE bf16; map_k: K's (B * T, Hkv * HD) column slice).
+// ROPE: dq leaves through rope + QK-norm's backward, reading the normalized q (qn) in rows of q_ld.
 constexpr int DQ_WGS = 2;
 constexpr int DQ_STAGE = TILE_ELEMS + DQ_WGS * TILE * TILE;
+template <bool ROPE>
 __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
     bf16* dq, const __grid_constant__ CUtensorMap map_ds, const __grid_constant__ CUtensorMap map_k, AttnShape s,
-    DsBand band, float scale) {
+    DsBand band, float scale, const bf16* qn, RopeArgs rope) {
   extern __shared__ unsigned char smem_raw[];
   bf16* sm = aligned_smem(smem_raw);  // stage st at sm + st * DQ_STAGE: K, then the dS tiles
   uint64_t* full = reinterpret_cast<uint64_t*>(sm + 2 * DQ_STAGE);
@@ -295,11 +334,27 @@ __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
   if (qt >= band.n_qt) return;
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    bf16* drow = dq + (long(b) * s.T + qt * TILE + 16 * warp + g + 8 * r) * qstride + h * HD;
+    const int pos = qt * TILE + 16 * warp + g + 8 * r;
+    const long row = long(b) * s.T + pos;
+    bf16* drow = dq + row * qstride + h * HD;
+    if constexpr (ROPE) {
+      float gq[HD / 8][2], y[HD / 8][2];
+      const bf16* yrow = qn + row * qstride + h * HD;
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++)
-      *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) =
-          pack2f(acc_dq[n][2 * r] * scale, acc_dq[n][2 * r + 1] * scale);
+      for (int n = 0; n < HD / 8; n++) {
+        const float2 yv = load2(yrow + n * 8 + 2 * t);
+        y[n][0] = yv.x, y[n][1] = yv.y;
+        gq[n][0] = acc_dq[n][2 * r] * scale, gq[n][1] = acc_dq[n][2 * r + 1] * scale;
+      }
+      rope_qknorm_backward_row(gq, y, rope.rstd[row * (s.H + s.Hkv) + h], rope.cos_sin, s.T, pos, t);
+#pragma unroll
+      for (int n = 0; n < HD / 8; n++) *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) = pack2f(gq[n][0], gq[n][1]);
+    } else {
+#pragma unroll
+      for (int n = 0; n < HD / 8; n++)
+        *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) =
+            pack2f(acc_dq[n][2 * r] * scale, acc_dq[n][2 * r + 1] * scale);
+    }
   }
 }
 
@@ -311,11 +366,13 @@ __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
 // is done with it, and the staged dS into the band (map_ds: the band as rows of TILE bf16), in
 // whole lines where 4-byte stores from registers cost L2 sectors and issue slots (run 32's LG
 // throttle). The Q, dO, K, V maps are (B * T, heads * HD) column slices in (TILE, 64) boxes.
+// ROPE: dk leaves through rope + QK-norm's backward, the normalized k read from the K tile.
+template <bool ROPE>
 __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
     bf16* dk, bf16* dv, const __grid_constant__ CUtensorMap map_ds, const __grid_constant__ CUtensorMap map_q,
     const __grid_constant__ CUtensorMap map_do, const __grid_constant__ CUtensorMap map_k,
     const __grid_constant__ CUtensorMap map_v, const float* lse, const float* delta, AttnShape s, DsBand band,
-    float scale) {
+    float scale, RopeArgs rope) {
   extern __shared__ unsigned char smem_raw[];
   bf16* sK = aligned_smem(smem_raw);
   bf16* sV = sK + TILE_ELEMS;
@@ -422,14 +479,30 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
   if (threadIdx.x == 0) tma_store_wait_all();  // before the block's shared memory goes
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    bf16* krow = dk + (long(b) * s.T + key[r]) * kstride + hk * HD;
-    bf16* vrow = dv + (long(b) * s.T + key[r]) * kstride + hk * HD;
+    const long row = long(b) * s.T + key[r];
+    bf16* krow = dk + row * kstride + hk * HD;
+    bf16* vrow = dv + row * kstride + hk * HD;
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++) {
-      *reinterpret_cast<uint32_t*>(krow + n * 8 + 2 * t) =
-          pack2f(acc_dk[n][2 * r] * scale, acc_dk[n][2 * r + 1] * scale);
-      *reinterpret_cast<uint32_t*>(vrow + n * 8 + 2 * t) =
-          pack2f(acc_dv[n][2 * r], acc_dv[n][2 * r + 1]);
+    for (int n = 0; n < HD / 8; n++)
+      *reinterpret_cast<uint32_t*>(vrow + n * 8 + 2 * t) = pack2f(acc_dv[n][2 * r], acc_dv[n][2 * r + 1]);
+    if constexpr (ROPE) {
+      float gk[HD / 8][2], y[HD / 8][2];  // y: the normalized k, this lane's pairs of the K tile's row
+      const unsigned char* krow_tile = reinterpret_cast<const unsigned char*>(sK) + 4 * t;
+#pragma unroll
+      for (int n = 0; n < HD / 8; n++) {
+        const float2 yv = __bfloat1622float2(
+            *reinterpret_cast<const __nv_bfloat162*>(krow_tile + sw128_offset<TILE>(key[r] - k0, n)));
+        y[n][0] = yv.x, y[n][1] = yv.y;
+        gk[n][0] = acc_dk[n][2 * r] * scale, gk[n][1] = acc_dk[n][2 * r + 1] * scale;
+      }
+      rope_qknorm_backward_row(gk, y, rope.rstd[row * (s.H + s.Hkv) + s.H + hk], rope.cos_sin, s.T, key[r], t);
+#pragma unroll
+      for (int n = 0; n < HD / 8; n++) *reinterpret_cast<uint32_t*>(krow + n * 8 + 2 * t) = pack2f(gk[n][0], gk[n][1]);
+    } else {
+#pragma unroll
+      for (int n = 0; n < HD / 8; n++)
+        *reinterpret_cast<uint32_t*>(krow + n * 8 + 2 * t) =
+            pack2f(acc_dk[n][2 * r] * scale, acc_dk[n][2 * r + 1] * scale);
     }
   }
 }
@@ -574,6 +647,33 @@ struct QkvMaps {
 // The scratch of the bf16 backward: delta (B, H, T) floats, then the dS band.
 long delta_floats(const AttnShape& s) { return (long(s.B) * s.H * s.T + 63) / 64 * 64; }
 
+// Both backward kernels of one variant (plain, or ending in rope + QK-norm's backward).
+template <bool ROPE>
+void launch_flash_backward(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const float* lse, const float* delta,
+                           bf16* ds, const bf16* q, const bf16* k, const bf16* v, const AttnShape& s, RopeArgs rope,
+                           cudaStream_t stream) {
+  static const bool configured = configure_flash_kernel(flash_backward_dkdv_kernel<ROPE>, DKDV_SMEM) &&
+                                 configure_flash_kernel(flash_backward_dq_kernel<ROPE>, DQ_SMEM);
+  (void)configured;
+  const float scale = 1.0f / sqrtf(float(HD));
+  const DsBand band = DsBand::of(s);
+  const CUtensorMap map_ds = tma_map_bf16(ds, band.elements(s.B, s.H) / TILE, TILE, TILE);
+  const QkvMaps maps(q, k, v, s);
+  const CUtensorMap map_do = tma_map_bf16(dout, long(s.B) * s.T, long(s.H) * HD, TILE);
+  flash_backward_dkdv_kernel<ROPE><<<dim3(s.T / TILE, s.B * s.Hkv), THREADS, DKDV_SMEM, stream>>>(
+      dk, dv, map_ds, maps.q, map_do, maps.k, maps.v, lse, delta, s, band, scale, rope);
+  cudaLaunchCheck();
+  flash_backward_dq_kernel<ROPE><<<dim3(ceil_div(s.T / TILE, DQ_WGS), s.B * s.H), DQ_WGS * THREADS, DQ_SMEM, stream>>>(
+      dq, map_ds, maps.k, s, band, scale, q, rope);
+  cudaLaunchCheck();
+}
+
+// rope's tables: both given, cos_sin 8-byte aligned (the epilogues read cos and sin in pairs).
+void check_rope(const RopeQkNorm& rope) {
+  if (!rope.rstd || !rope.cos_sin || reinterpret_cast<uintptr_t>(rope.cos_sin) % 8 != 0)
+    throw std::invalid_argument("attention_backward: rope needs its rstd and an 8-byte aligned cos_sin table");
+}
+
 }  // namespace
 
 template <>
@@ -596,7 +696,7 @@ size_t attention_scratch_bytes<bf16>(AttnShape s) {
 template <>
 void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const bf16* dout,
                               const bf16* o, const float* lse, const bf16* q, const bf16* k,
-                              const bf16* v, AttnShape s, cudaStream_t stream) {
+                              const bf16* v, AttnShape s, cudaStream_t stream, const RopeQkNorm* rope) {
   s = flash_shape(s);
   // the TMA copies read these from 16-byte aligned addresses, and address band tiles by int rows
   if (!tma_aligned({dout, lse, q, k, v, scratch}))
@@ -604,25 +704,16 @@ void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const
   if (DsBand::of(s).elements(s.B, s.H) / TILE > INT32_MAX)
     throw std::invalid_argument("attention_backward: the dS band of " + std::to_string(s.B) + " rows x " +
                                 std::to_string(s.H) + " heads is over 2^31 tile rows");
+  if (rope) check_rope(*rope);
   float* delta = static_cast<float*>(scratch);
   bf16* ds = reinterpret_cast<bf16*>(delta + delta_floats(s));
   long rows = long(s.B) * s.T * s.H;
   attn_delta_kernel<bf16><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);
   cudaLaunchCheck();
-  static const bool configured = configure_flash_kernel(flash_backward_dkdv_kernel, DKDV_SMEM) &&
-                                 configure_flash_kernel(flash_backward_dq_kernel, DQ_SMEM);
-  (void)configured;
-  const float scale = 1.0f / sqrtf(float(HD));
-  const DsBand band = DsBand::of(s);
-  const CUtensorMap map_ds = tma_map_bf16(ds, band.elements(s.B, s.H) / TILE, TILE, TILE);
-  const QkvMaps maps(q, k, v, s);
-  const CUtensorMap map_do = tma_map_bf16(dout, long(s.B) * s.T, long(s.H) * HD, TILE);
-  flash_backward_dkdv_kernel<<<dim3(s.T / TILE, s.B * s.Hkv), THREADS, DKDV_SMEM, stream>>>(
-      dk, dv, map_ds, maps.q, map_do, maps.k, maps.v, lse, delta, s, band, scale);
-  cudaLaunchCheck();
-  flash_backward_dq_kernel<<<dim3(ceil_div(s.T / TILE, DQ_WGS), s.B * s.H), DQ_WGS * THREADS, DQ_SMEM, stream>>>(
-      dq, map_ds, maps.k, s, band, scale);
-  cudaLaunchCheck();
+  if (rope)
+    launch_flash_backward<true>(dq, dk, dv, dout, lse, delta, ds, q, k, v, s, {rope->rstd, rope->cos_sin}, stream);
+  else
+    launch_flash_backward<false>(dq, dk, dv, dout, lse, delta, ds, q, k, v, s, {nullptr, nullptr}, stream);
 }
 
 template <>
@@ -642,12 +733,18 @@ size_t attention_scratch_bytes<float>(AttnShape s) {
 template <>
 void attention_backward<float>(float* dq, float* dk, float* dv, void* scratch, const float* dout,
                                const float* o, const float* lse, const float* q, const float* k,
-                               const float* v, AttnShape s, cudaStream_t stream) {
+                               const float* v, AttnShape s, cudaStream_t stream, const RopeQkNorm* rope) {
   if (s.D % 8 != 0) {
     std::fprintf(stderr, "FAIL: attention needs head_dim %% 8 == 0 (got %d)\n", s.D);
     std::exit(1);
   }
   check_row_strides(s);
+  if (rope) {  // then one rope_qknorm_backward over q's heads and k's, which follow them in each row
+    check_rope(*rope);
+    const long width = long(s.H) * s.D;
+    if (k != q + width || dk != dq + width || s.q_ld() != s.kv_ld())
+      throw std::invalid_argument("attention_backward<float>: rope needs k's heads right after q's in each row");
+  }
   float* delta = static_cast<float*>(scratch);
   long rows = long(s.B) * s.T * s.H;
   attn_delta_kernel<float><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);
@@ -658,4 +755,7 @@ void attention_backward<float>(float* dq, float* dk, float* dv, void* scratch, c
   reference_backward_kernel<<<dim3(s.T, s.B * s.H), 128, 2 * s.T * sizeof(float), stream>>>(
       dq, dk, dv, delta, dout, lse, q, k, v, s, 1.0f / sqrtf(float(s.D)));
   cudaLaunchCheck();
+  if (rope)
+    rope_qknorm_backward<float>(dq, dq, q, rope->rstd, rope->cos_sin, s.B * s.T, s.T, s.H + s.Hkv, s.D, s.q_ld(),
+                                stream);
 }

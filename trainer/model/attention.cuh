@@ -30,12 +30,23 @@ void attention_forward(T* o, float* lse, const T* q, const T* k, const T* v, Att
 template <typename T>
 size_t attention_scratch_bytes(AttnShape s);
 
+/// Where q and k came out of rope_qknorm_forward (layers.cuh) run over q's heads then k's in
+/// each row (the trainer's qkv buffer), attention_backward can undo it as well: dq and dk then
+/// come out as rope_qknorm_backward would leave them, the gradients of that kernel's input,
+/// without a pass of their own over dq and dk (the bf16 kernels do it in their epilogues).
+struct RopeQkNorm {
+  const float* rstd;     // (B * T, H + Hkv): rope_qknorm_forward's rstd, q's heads then k's
+  const float* cos_sin;  // (T, D / 2) cos, then (T, D / 2) sin, 8-byte aligned
+};
+
 /// dq: (B, T, H, D); dk, dv: (B, T, Hkv, D), overwritten, with the row strides of q, k, v;
-/// dout: (B, T, H, D) packed, as o.
+/// dout: (B, T, H, D) packed, as o. With rope: dq and dk as RopeQkNorm says; the float path
+/// then needs k's heads right after q's in each row (k = q + H * D, dk = dq + H * D).
 /// scratch: attention_scratch_bytes<T>(s) bytes, 16-byte aligned; for bf16 so are q, k, v, dout
 /// and lse (TMA reads them; cudaMalloc's pointers are). Throws std::invalid_argument (bf16)
-/// where they are not, or where the dS band would be over 2^31 rows of 64 (before any work).
+/// where they are not, or where the dS band would be over 2^31 rows of 64, or where rope's
+/// layout does not hold (before any work).
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, void* scratch, const T* dout, const T* o,
                         const float* lse, const T* q, const T* k, const T* v, AttnShape s,
-                        cudaStream_t stream);
+                        cudaStream_t stream, const RopeQkNorm* rope = nullptr);

@@ -161,6 +161,13 @@ __global__ void rmsnorm_backward_kernel(T* dx, const T* dres, const T* dy, const
 template <typename T>
 __device__ __forceinline__ float round_to(float x) { return to_f(from_f<T>(x)); }
 
+// xm = a x + b x0 as T stores it, with the rounding spelled out: the backward recomputes xm
+// from x and x0 (which it reads anyway) rather than reading it, and must get the same bits.
+template <typename T>
+__device__ __forceinline__ float mixed(float a, float x, float b, float x0) {
+  return round_to<T>(__fmaf_rn(a, x, __fmul_rn(b, x0)));
+}
+
 // One warp per row: xm = a x + b x0 (rounded to T), then its RMSNorm; the second pass
 // recomputes xm from x and x0, which are still in L1.
 template <typename T>
@@ -176,7 +183,7 @@ __global__ void mix_rmsnorm_forward_kernel(T* xm, T* y, float* rstd, const T* x,
     load8(f0, x0 + r * C + c);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      fx[e] = round_to<T>(a * fx[e] + b * f0[e]);
+      fx[e] = mixed<T>(a, fx[e], b, f0[e]);
       ss += fx[e] * fx[e];
     }
     store8(xm + r * C + c, fx);
@@ -186,45 +193,47 @@ __global__ void mix_rmsnorm_forward_kernel(T* xm, T* y, float* rstd, const T* x,
     load8(fx, x + r * C + c);
     load8(f0, x0 + r * C + c);
 #pragma unroll
-    for (int e = 0; e < 8; e++) fx[e] = round_to<T>(a * fx[e] + b * f0[e]) * rs;
+    for (int e = 0; e < 8; e++) fx[e] = mixed<T>(a, fx[e], b, f0[e]) * rs;
     store8(y + r * C + c, fx);
   }
   if (lane == 0) rstd[r] = rs;
 }
 
 // PARTIAL_BLOCKS blocks whose warps stride over the rows (a fixed grid: the lambda sums are
-// reproducible). Per row: g = dres + rmsnorm_backward(dy), rounded to T; dx = a g (dx may be
-// dres); dx0 += b g; the block's sums of g x and g x0 go to partials.
+// reproducible). Per row: g = dres + rmsnorm_backward(dy) with xm recomputed from x and x0
+// (one tensor fewer to read), rounded to T; dx = a g (dx may be dres); dx0 += b g; the block's
+// sums of g x and g x0 go to partials.
 template <typename T>
 __global__ void mix_rmsnorm_backward_kernel(T* dx, T* dx0, float* partials, const T* dres, const T* dy,
-                                            const T* xm, const float* rstd, const T* x, const T* x0,
-                                            const float* lam_r, const float* lam_0, int N, int C) {
+                                            const float* rstd, const T* x, const T* x0, const float* lam_r,
+                                            const float* lam_0, int N, int C) {
   const int lane = threadIdx.x % 32;
   const long warps = long(gridDim.x) * blockDim.x / 32;
   const float a = lam_r[0], b = lam_0[0];
   float sr = 0.f, s0 = 0.f;
   for (long r = warp_id(); r < N; r += warps) {
     const float rs = rstd[r];
-    float dot = 0.f, fy[8], fm[8];
+    float dot = 0.f, fy[8], fx[8], f0[8];
     for (int c = 8 * lane; c < C; c += 256) {
       load8(fy, dy + r * C + c);
-      load8(fm, xm + r * C + c);
+      load8(fx, x + r * C + c);
+      load8(f0, x0 + r * C + c);
 #pragma unroll
-      for (int e = 0; e < 8; e++) dot += fy[e] * fm[e];
+      for (int e = 0; e < 8; e++) dot += fy[e] * mixed<T>(a, fx[e], b, f0[e]);
     }
     dot = warp_sum(dot) * rs / C;
-    for (int c = 8 * lane; c < C; c += 256) {  // dy and xm are still in L1
+    for (int c = 8 * lane; c < C; c += 256) {  // dy, x and x0 are still in L1
       const long i = r * C + c;
-      float g[8], fx[8], f0[8], d0[8];
+      float g[8], d0[8];
       load8(fy, dy + i);
-      load8(fm, xm + i);
-      load8(g, dres + i);
       load8(fx, x + i);
       load8(f0, x0 + i);
+      load8(g, dres + i);
       load8(d0, dx0 + i);
 #pragma unroll
       for (int e = 0; e < 8; e++) {
-        g[e] = round_to<T>(g[e] + rs * (fy[e] - fm[e] * rs * dot));
+        const float xm = mixed<T>(a, fx[e], b, f0[e]);
+        g[e] = round_to<T>(g[e] + rs * (fy[e] - xm * rs * dot));
         sr += g[e] * fx[e];
         s0 += g[e] * f0[e];
         d0[e] += b * g[e];
@@ -566,12 +575,11 @@ void residual_mix_rmsnorm_forward(T* xm, T* y, float* rstd, const T* x, const T*
 
 template <typename T>
 void residual_mix_rmsnorm_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
-                                   const T* dres, const T* dy, const T* xm, const float* rstd, const T* x,
-                                   const T* x0, const float* lam_r, const float* lam_0, int N, int C,
-                                   cudaStream_t st) {
+                                   const T* dres, const T* dy, const float* rstd, const T* x, const T* x0,
+                                   const float* lam_r, const float* lam_0, int N, int C, cudaStream_t st) {
   require_multiple(C, 8, "residual_mix_rmsnorm_backward");
-  mix_rmsnorm_backward_kernel<<<PARTIAL_BLOCKS, BLOCK, 0, st>>>(dx, dx0, partials, dres, dy, xm, rstd, x, x0,
-                                                                lam_r, lam_0, N, C);
+  mix_rmsnorm_backward_kernel<<<PARTIAL_BLOCKS, BLOCK, 0, st>>>(dx, dx0, partials, dres, dy, rstd, x, x0, lam_r,
+                                                                lam_0, N, C);
   cudaLaunchCheck();
   sum_partials_kernel<<<1, BLOCK, 0, st>>>(dlam_r, dlam_0, partials, PARTIAL_BLOCKS);
   cudaLaunchCheck();
@@ -670,9 +678,9 @@ void add(T* out, const T* a, const T* b, long n, cudaStream_t st) {
                                                 const float*, const float*, int, int, float,   \
                                                 cudaStream_t);                                 \
   template void residual_mix_rmsnorm_backward<T>(T*, T*, float*, float*, float*, const T*,     \
-                                                 const T*, const T*, const float*, const T*,   \
-                                                 const T*, const float*, const float*, int,    \
-                                                 int, cudaStream_t);                           \
+                                                 const T*, const float*, const T*, const T*,   \
+                                                 const float*, const float*, int, int,         \
+                                                 cudaStream_t);                                \
   template void rope_qknorm_forward<T>(T*, float*, const T*, const float*, int, int, int, int, \
                                        long, float, cudaStream_t);                             \
   template void rope_qknorm_backward<T>(T*, const T*, const T*, const float*, const float*,    \

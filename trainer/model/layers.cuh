@@ -53,12 +53,12 @@ void residual_mix_rmsnorm_forward(T* xm, T* y, float* rstd, const T* x, const T*
                                   const float* lam_0, int N, int C, float eps, cudaStream_t st);
 /// Their backward: g = dres + rmsnorm_backward(dy) (the gradient of xm, rounded to T), then
 /// dx = lam_r * g (dx may alias dres); dx0 += lam_0 * g; dlam_r[0] += sum(g * x);
-/// dlam_0[0] += sum(g * x0). partials: (2 * 1024,) floats of scratch.
+/// dlam_0[0] += sum(g * x0). xm is recomputed from x and x0, to the bit the forward saved.
+/// partials: (2 * 1024,) floats of scratch.
 template <typename T>
 void residual_mix_rmsnorm_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
-                                   const T* dres, const T* dy, const T* xm, const float* rstd, const T* x,
-                                   const T* x0, const float* lam_r, const float* lam_0, int N, int C,
-                                   cudaStream_t st);
+                                   const T* dres, const T* dy, const float* rstd, const T* x, const T* x0,
+                                   const float* lam_r, const float* lam_0, int N, int C, cudaStream_t st);
 
 /// Per (row, head): out = rmsnorm(rope(in)) over D; rows are B*T tokens, position = row % T.
 /// in and out: (rows, heads * D), rows ld apart (ld >= heads * D, a multiple of 8); out may be

@@ -173,6 +173,102 @@ void test_attention(AttnShape s, double tol_fwd, double tol_bwd, bool slices = f
   expect_close(label("dv"), got_v, ref.dv, tol_bwd);
 }
 
+// The rotary tables of rope_qknorm_forward for positions 0 .. T - 1: (T, D/2) cos, then sin.
+std::vector<float> rope_tables(int T, int D) {
+  const int half = D / 2;
+  std::vector<float> cs(size_t(T) * D);
+  for (int t = 0; t < T; t++)
+    for (int f = 0; f < half; f++) {
+      double a = t / std::pow(10000.0, 2.0 * f / D);
+      cs[size_t(t) * half + f] = float(std::cos(a));
+      cs[size_t(T) * half + size_t(t) * half + f] = float(std::sin(a));
+    }
+  return cs;
+}
+
+// rope_qknorm_backward in double for one (row, head) of D: g the gradient of the normalized
+// output y (rstd rs) at position pos; returns the gradient of the input.
+std::vector<double> cpu_rope_qknorm_backward(const double* g, const float* y, double rs, const std::vector<float>& cs,
+                                             int T, int pos, int D) {
+  const int half = D / 2;
+  double dot = 0;
+  for (int d = 0; d < D; d++) dot += g[d] * y[d];
+  dot /= D;
+  std::vector<double> a(D), din(D);
+  for (int d = 0; d < D; d++) a[d] = rs * (g[d] - y[d] * dot);
+  for (int f = 0; f < half; f++) {
+    const double c = cs[size_t(pos) * half + f], sn = cs[size_t(T) * half + size_t(pos) * half + f];
+    din[f] = a[f] * c - a[f + half] * sn;
+    din[f + half] = a[f] * sn + a[f + half] * c;
+  }
+  return din;
+}
+
+// attention_backward with RopeQkNorm, as the trainer runs it: q, k, v the column blocks of one
+// qkv buffer whose q and k heads went through rope_qknorm_forward in place. dq and dk must be
+// the gradients of rope's input: against double precision (attention and rope's backward over
+// the normalized q, k and rstd the GPU produced), and for bf16 against the two-pass path
+// (attention_backward, then rope_qknorm_backward over dq, dk), which rounds dq, dk to bf16 in
+// between; dv as without rope.
+template <typename T>
+void test_attention_rope(AttnShape s, double tol_bwd) {
+  const int rows = s.B * s.T, heads = s.H + s.Hkv, D = s.D;
+  const long HDq = long(s.H) * D, KV = long(s.Hkv) * D, QKV = HDq + 2 * KV;
+  s.ld = int(QKV);
+  const auto qkv0 = randn(long(rows) * QKV, 1.5f), dout = randn(long(rows) * HDq);
+  const auto cs = rope_tables(s.T, D);
+  Dev<T> qkv(qkv0), gqkv(long(rows) * QKV), gqkv2(long(rows) * QKV), ddo(dout), o(long(rows) * HDq);
+  Dev<float> rstd(long(rows) * heads), dcs(cs), lse(long(s.B) * s.H * s.T),
+      scratch(long(attention_scratch_bytes<T>(s) / 4 + 1));
+  rope_qknorm_forward<T>(qkv.p, rstd.p, qkv.p, dcs.p, rows, s.T, heads, D, QKV, 1e-6f, nullptr);
+  attention_forward<T>(o.p, lse.p, qkv.p, qkv.p + HDq, qkv.p + HDq + KV, s, nullptr);
+  const RopeQkNorm rope{rstd.p, dcs.p};
+  attention_backward<T>(gqkv.p, gqkv.p + HDq, gqkv.p + HDq + KV, scratch.p, ddo.p, o.p, lse.p, qkv.p, qkv.p + HDq,
+                        qkv.p + HDq + KV, s, nullptr, &rope);
+  // the reference: attention over the normalized q, k as the GPU left them, then rope's backward
+  const auto y = qkv.get(), rs = rstd.get(), got = gqkv.get();
+  std::vector<float> qn(rows * HDq), kn(rows * KV), v(rows * KV);
+  for (long r = 0; r < rows; r++) {
+    std::copy(y.begin() + r * QKV, y.begin() + r * QKV + HDq, qn.begin() + r * HDq);
+    std::copy(y.begin() + r * QKV + HDq, y.begin() + r * QKV + HDq + KV, kn.begin() + r * KV);
+    std::copy(y.begin() + r * QKV + HDq + KV, y.begin() + (r + 1) * QKV, v.begin() + r * KV);
+  }
+  AttnShape packed = s;
+  packed.ld = 0;
+  const AttnRef ref = cpu_attention(qn, kn, v, dout, packed);
+  std::vector<double> want_q(rows * HDq), want_k(rows * KV), want_v = ref.dv;
+  std::vector<float> got_q(rows * HDq), got_k(rows * KV), got_v(rows * KV);
+  for (long r = 0; r < rows; r++) {
+    const int pos = int(r % s.T);
+    for (int h = 0; h < heads; h++) {
+      const bool is_q = h < s.H;
+      const long at = is_q ? r * HDq + long(h) * D : r * KV + long(h - s.H) * D;
+      const auto din = cpu_rope_qknorm_backward((is_q ? ref.dq : ref.dk).data() + at, y.data() + r * QKV + long(h) * D,
+                                                rs[r * heads + h], cs, s.T, pos, D);
+      std::copy(din.begin(), din.end(), (is_q ? want_q : want_k).begin() + at);
+    }
+    std::copy(got.begin() + r * QKV, got.begin() + r * QKV + HDq, got_q.begin() + r * HDq);
+    std::copy(got.begin() + r * QKV + HDq, got.begin() + r * QKV + HDq + KV, got_k.begin() + r * KV);
+    std::copy(got.begin() + r * QKV + HDq + KV, got.begin() + (r + 1) * QKV, got_v.begin() + r * KV);
+  }
+  char name[128];
+  const char* type = sizeof(T) == 4 ? "fp32" : "bf16";
+  auto label = [&](const char* what) {
+    std::snprintf(name, sizeof name, "attention+rope %s %s T=%d H=%d/%d w=%d", type, what, s.T, s.H, s.Hkv, s.window);
+    return name;
+  };
+  expect_close(label("dq"), got_q, want_q, tol_bwd);
+  expect_close(label("dk"), got_k, want_k, tol_bwd);
+  expect_close(label("dv"), got_v, want_v, tol_bwd);
+  if (sizeof(T) == 4) return;
+  // the two-pass path on the GPU
+  attention_backward<T>(gqkv2.p, gqkv2.p + HDq, gqkv2.p + HDq + KV, scratch.p, ddo.p, o.p, lse.p, qkv.p, qkv.p + HDq,
+                        qkv.p + HDq + KV, s, nullptr);
+  rope_qknorm_backward<T>(gqkv2.p, gqkv2.p, qkv.p, rstd.p, dcs.p, rows, s.T, heads, D, QKV, nullptr);
+  const auto two = gqkv2.get();
+  expect_close(label("vs two passes, all of dqkv"), got, std::vector<double>(two.begin(), two.end()), 1e-2);
+}
+
 template <typename T>
 void test_rmsnorm(double tol) {
   const int N = 300, C = 512;
@@ -230,7 +326,7 @@ void test_mix_rmsnorm(double tol) {
   Dev<float> rstd(N), lams(std::vector<float>{lam[0], lam[1]}), dlams(std::vector<float>{dlam_init[0], dlam_init[1]}),
       partials(2 * 1024);
   residual_mix_rmsnorm_forward<T>(dXm.p, dY.p, rstd.p, dX.p, dX0.p, lams.p, lams.p + 1, N, C, eps, nullptr);
-  residual_mix_rmsnorm_backward<T>(dG.p, dD0.p, dlams.p, dlams.p + 1, partials.p, dG.p, dDy.p, dXm.p, rstd.p, dX.p,
+  residual_mix_rmsnorm_backward<T>(dG.p, dD0.p, dlams.p, dlams.p + 1, partials.p, dG.p, dDy.p, rstd.p, dX.p,
                                    dX0.p, lams.p, lams.p + 1, N, C, nullptr);
   const std::string name = std::string("mix+rmsnorm ") + (sizeof(T) == 4 ? "fp32" : "bf16");
   expect_close((name + " xm").c_str(), dXm.get(), xm, tol);
@@ -497,14 +593,32 @@ void bench_attention(bool with_energy) {
         Dev<float> lse(nl), scratch(long(attention_scratch_bytes<bf16>(s) / 4 + 1));
         auto forward = [&] { attention_forward<bf16>(o.p, lse.p, q, k, v, s, nullptr); };
         auto backward = [&] { attention_backward<bf16>(dq, dk, dv, scratch.p, dout.p, o.p, lse.p, q, k, v, s, nullptr); };
+        // with rope + QK-norm's backward (the trainer's layout): in the epilogues, or as its own pass
+        const int heads = s.H + s.Hkv;
+        Dev<float> rstd(std::vector<float>(long(s.B) * s.T * heads, 1.f)), cs(rope_tables(s.T, s.D));
+        const RopeQkNorm rope{rstd.p, cs.p};
+        auto backward_rope = [&] {
+          attention_backward<bf16>(dq, dk, dv, scratch.p, dout.p, o.p, lse.p, q, k, v, s, nullptr, &rope);
+        };
+        auto backward_then_rope = [&] {
+          backward();
+          rope_qknorm_backward<bf16>(dq, dq, q, rstd.p, cs.p, s.B * s.T, s.T, heads, s.D, s.q_ld(), nullptr);
+        };
         if (pass == 1) {
           char label[64];
           std::snprintf(label, sizeof label, "energy attention window %4d qkv: forward ", window);
           print_sustained(label, sustained_cost(meter, forward));
           std::snprintf(label, sizeof label, "energy attention window %4d qkv: backward", window);
           print_sustained(label, sustained_cost(meter, backward));
+          std::snprintf(label, sizeof label, "energy attention window %4d qkv: bwd+rope ", window);
+          print_sustained(label, sustained_cost(meter, backward_rope));
+          std::snprintf(label, sizeof label, "energy attention window %4d qkv: bwd,rope ", window);
+          print_sustained(label, sustained_cost(meter, backward_then_rope));
           continue;
         }
+        if (layout == 1)
+          std::printf("bench attention window %4d qkv: backward with rope %.2f ms in its epilogues, %.2f ms as its own pass\n",
+                      window, median_gpu_ms(backward_rope), median_gpu_ms(backward_then_rope));
         float f = median_gpu_ms(forward), b = median_gpu_ms(backward);
         // useful work: causal pairs within the window, 4 * D flops per pair forward (QKᵀ, PV)
         double pairs = 0;
@@ -596,6 +710,15 @@ int expect_refusals() {
   expect_refused("attention backward, lse not 16-byte aligned", [&] {
     attention_backward<bf16>(p, p, p, aligned, p, p, lse_misaligned, p, p, p, small, nullptr);
   });
+  const RopeQkNorm no_tables{nullptr, nullptr};
+  expect_refused("attention backward, rope without its tables", [&] {
+    attention_backward<bf16>(p, p, p, aligned, p, p, f, p, p, p, small, nullptr, &no_tables);
+  });
+  float* table = reinterpret_cast<float*>(uintptr_t(256));
+  const RopeQkNorm tables{table, table};
+  expect_refused("attention backward fp32, rope with k apart from q", [&] {
+    attention_backward<float>(f, f + 4096, f, aligned, f, f, f, f, f + 4096, f, small, nullptr, &tables);
+  });
   expect_refused("attention backward, dS band over 2^31 rows",
                  [&] { attention_backward<bf16>(p, p, p, aligned, p, p, f, p, p, p, huge, nullptr); });
   return refused_wrongly;
@@ -627,6 +750,11 @@ int main(int argc, char** argv) {
   for (AttnShape s : {AttnShape{1, 256, 4, 2, 128, 100}, AttnShape{2, 192, 2, 2, 128, 192}}) {
     test_attention<float>(s, 1e-4, 1e-4, true);
     test_attention<bf16>(s, 2e-2, 3e-2, true);
+  }
+  // attention that also undoes rope + QK-norm on dq, dk (the trainer's path), grouped-query and not
+  for (AttnShape s : {AttnShape{1, 256, 4, 2, 128, 100}, AttnShape{2, 192, 2, 2, 128, 192}}) {
+    test_attention_rope<float>(s, 1e-4);
+    test_attention_rope<bf16>(s, 3e-2);
   }
   test_rmsnorm<float>(1e-5);
   test_rmsnorm<bf16>(1e-2);
