@@ -146,6 +146,21 @@ __device__ __forceinline__ void rope_qknorm_backward_row(float (&g)[HD / 8][2], 
   }
 }
 
+// Row r of this warp's accumulator tile (rows g, g + 8) times scale, bf16, into out (this lane's
+// pairs); with ROPE through rope + QK-norm's backward first (y: the normalized output at this
+// lane's pairs, rs: the row's rstd, pos: its position).
+template <bool ROPE>
+__device__ __forceinline__ void store_grad_row(bf16* out, const float (&acc)[HD / 8][4], int r, float scale,
+                                               const float (&y)[HD / 8][2], float rs, RopeArgs rope, int T, int pos,
+                                               int t) {
+  float gr[HD / 8][2];
+#pragma unroll
+  for (int n = 0; n < HD / 8; n++) gr[n][0] = acc[n][2 * r] * scale, gr[n][1] = acc[n][2 * r + 1] * scale;
+  if constexpr (ROPE) rope_qknorm_backward_row(gr, y, rs, rope.cos_sin, T, pos, t);
+#pragma unroll
+  for (int n = 0; n < HD / 8; n++) *reinterpret_cast<uint32_t*>(out + n * 8 + 2 * t) = pack2f(gr[n][0], gr[n][1]);
+}
+
 // grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile (read once into registers, so
 // that the score products read only K from shared memory), then 2 stages of {K, V} tiles, all
 // sw128 (TILE, HD). Two blocks share a multiprocessor and fill each other's softmax
@@ -336,25 +351,17 @@ __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
   for (int r = 0; r < 2; r++) {
     const int pos = qt * TILE + 16 * warp + g + 8 * r;
     const long row = long(b) * s.T + pos;
-    bf16* drow = dq + row * qstride + h * HD;
+    float y[HD / 8][2] = {}, rs = 0.f;  // with ROPE: the normalized q at this lane's pairs, its rstd
     if constexpr (ROPE) {
-      float gq[HD / 8][2], y[HD / 8][2];
       const bf16* yrow = qn + row * qstride + h * HD;
 #pragma unroll
       for (int n = 0; n < HD / 8; n++) {
         const float2 yv = load2(yrow + n * 8 + 2 * t);
         y[n][0] = yv.x, y[n][1] = yv.y;
-        gq[n][0] = acc_dq[n][2 * r] * scale, gq[n][1] = acc_dq[n][2 * r + 1] * scale;
       }
-      rope_qknorm_backward_row(gq, y, rope.rstd[row * (s.H + s.Hkv) + h], rope.cos_sin, s.T, pos, t);
-#pragma unroll
-      for (int n = 0; n < HD / 8; n++) *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) = pack2f(gq[n][0], gq[n][1]);
-    } else {
-#pragma unroll
-      for (int n = 0; n < HD / 8; n++)
-        *reinterpret_cast<uint32_t*>(drow + n * 8 + 2 * t) =
-            pack2f(acc_dq[n][2 * r] * scale, acc_dq[n][2 * r + 1] * scale);
+      rs = rope.rstd[row * (s.H + s.Hkv) + h];
     }
+    store_grad_row<ROPE>(dq + row * qstride + h * HD, acc_dq, r, scale, y, rs, rope, s.T, pos, t);
   }
 }
 
@@ -480,30 +487,22 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const long row = long(b) * s.T + key[r];
-    bf16* krow = dk + row * kstride + hk * HD;
     bf16* vrow = dv + row * kstride + hk * HD;
 #pragma unroll
     for (int n = 0; n < HD / 8; n++)
       *reinterpret_cast<uint32_t*>(vrow + n * 8 + 2 * t) = pack2f(acc_dv[n][2 * r], acc_dv[n][2 * r + 1]);
+    float y[HD / 8][2] = {}, rs = 0.f;  // with ROPE: the normalized k (this row of the K tile), its rstd
     if constexpr (ROPE) {
-      float gk[HD / 8][2], y[HD / 8][2];  // y: the normalized k, this lane's pairs of the K tile's row
       const unsigned char* krow_tile = reinterpret_cast<const unsigned char*>(sK) + 4 * t;
 #pragma unroll
       for (int n = 0; n < HD / 8; n++) {
         const float2 yv = __bfloat1622float2(
             *reinterpret_cast<const __nv_bfloat162*>(krow_tile + sw128_offset<TILE>(key[r] - k0, n)));
         y[n][0] = yv.x, y[n][1] = yv.y;
-        gk[n][0] = acc_dk[n][2 * r] * scale, gk[n][1] = acc_dk[n][2 * r + 1] * scale;
       }
-      rope_qknorm_backward_row(gk, y, rope.rstd[row * (s.H + s.Hkv) + s.H + hk], rope.cos_sin, s.T, key[r], t);
-#pragma unroll
-      for (int n = 0; n < HD / 8; n++) *reinterpret_cast<uint32_t*>(krow + n * 8 + 2 * t) = pack2f(gk[n][0], gk[n][1]);
-    } else {
-#pragma unroll
-      for (int n = 0; n < HD / 8; n++)
-        *reinterpret_cast<uint32_t*>(krow + n * 8 + 2 * t) =
-            pack2f(acc_dk[n][2 * r] * scale, acc_dk[n][2 * r + 1] * scale);
+      rs = rope.rstd[row * (s.H + s.Hkv) + s.H + hk];
     }
+    store_grad_row<ROPE>(dk + row * kstride + hk * HD, acc_dk, r, scale, y, rs, rope, s.T, key[r], t);
   }
 }
 

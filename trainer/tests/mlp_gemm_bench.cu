@@ -5,7 +5,8 @@
 //   backward: dh = (dy · W_proj) * 2 sqrt(a), a read back       dy (M, K), W_proj (K, N)
 // (the two-kernel path writes h, then reads it back for a).
 // Prints the times, TFLOP/s and the relative L2 difference from the two-kernel path on every
-// element, then each path's time and joules a call under sustained load (tests/gpu_energy.h);
+// element, then each path's time and joules a call under sustained load (tests/gpu_energy.h;
+// `mlp_gemm_bench ROWS fused`: the fused kernels' only);
 // exits 1 when a difference exceeds 1e-2, 77 without a GPU. History (docs/PERF.md):
 // run 27's first fused kernel (cp.async copies by every thread, stores from registers) was
 // slower than the two-kernel path; runs 28-31 the TMA kernel and its tilings.
@@ -64,7 +65,9 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: benchmark skipped\n");
     return 77;
   }
+  // mlp_gemm_bench [ROWS] [fused]: "fused" measures only the fused kernels' energy
   const int M = argc > 1 ? std::atoi(argv[1]) : 262144, K = 512, N = 2048;  // M: a multiple of 256
+  const bool fused_only = argc > 2 && std::string(argv[2]) == "fused";
   if (M <= 0 || M % 256 != 0) {
     std::fprintf(stderr, "FAIL: rows must be a positive multiple of 256 (got %s)\n", argv[1]);
     return 2;
@@ -112,10 +115,12 @@ int main(int argc, char** argv) {
     print_sustained((std::string("energy ") + name + " forward ").c_str(), sustained_cost(meter, forward));
     print_sustained((std::string("energy ") + name + " backward").c_str(), sustained_cost(meter, backward));
   };
-  energy("cuBLAS + relu²", forward_ref, backward_ref);
-  energy(
-      "cuBLAS alone  ", [&] { linear_forward(blas, h_ref.p, x.p, w_fc.p, M, K, N); },
-      [&] { linear_backward_input(blas, dh_ref.p, dy.p, w_proj.p, M, N, K); });
+  if (!fused_only) {
+    energy("cuBLAS + relu²", forward_ref, backward_ref);
+    energy(
+        "cuBLAS alone  ", [&] { linear_forward(blas, h_ref.p, x.p, w_fc.p, M, K, N); },
+        [&] { linear_backward_input(blas, dh_ref.p, dy.p, w_proj.p, M, N, K); });
+  }
   energy("fused         ", fused_forward, fused_backward);
   return ok ? 0 : 1;
 }
