@@ -110,13 +110,6 @@ __device__ __forceinline__ void mask_scores(float (&sc)[TILE / 8][4], const int*
     }
 }
 
-// The epilogues' share of rope + QK-norm's backward (RopeQkNorm): what they need of it, and the
-// head index of a kv head among the rstd row's q heads then k heads.
-struct RopeArgs {
-  const float* rstd;     // (B * T, H + Hkv)
-  const float* cos_sin;  // (T, HD / 2) cos, then (T, HD / 2) sin
-};
-
 // rope_qknorm_backward (layers.cu) on one row of a head held as accumulators are, the 4 lanes
 // of a quad together: g[n][e] is the gradient of the normalized output at column 8 n + 2 t + e,
 // y[n][e] the normalized output there, rs the row's rstd, pos its position. On return g holds
@@ -151,7 +144,7 @@ __device__ __forceinline__ void rope_qknorm_backward_row(float (&g)[HD / 8][2], 
 // lane's pairs, rs: the row's rstd, pos: its position).
 template <bool ROPE>
 __device__ __forceinline__ void store_grad_row(bf16* out, const float (&acc)[HD / 8][4], int r, float scale,
-                                               const float (&y)[HD / 8][2], float rs, RopeArgs rope, int T, int pos,
+                                               const float (&y)[HD / 8][2], float rs, RopeQkNorm rope, int T, int pos,
                                                int t) {
   float gr[HD / 8][2];
 #pragma unroll
@@ -301,7 +294,7 @@ constexpr int DQ_STAGE = TILE_ELEMS + DQ_WGS * TILE * TILE;
 template <bool ROPE>
 __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
     bf16* dq, const __grid_constant__ CUtensorMap map_ds, const __grid_constant__ CUtensorMap map_k, AttnShape s,
-    DsBand band, float scale, const bf16* qn, RopeArgs rope) {
+    DsBand band, float scale, const bf16* qn, RopeQkNorm rope) {
   extern __shared__ unsigned char smem_raw[];
   bf16* sm = aligned_smem(smem_raw);  // stage st at sm + st * DQ_STAGE: K, then the dS tiles
   uint64_t* full = reinterpret_cast<uint64_t*>(sm + 2 * DQ_STAGE);
@@ -379,7 +372,7 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
     bf16* dk, bf16* dv, const __grid_constant__ CUtensorMap map_ds, const __grid_constant__ CUtensorMap map_q,
     const __grid_constant__ CUtensorMap map_do, const __grid_constant__ CUtensorMap map_k,
     const __grid_constant__ CUtensorMap map_v, const float* lse, const float* delta, AttnShape s, DsBand band,
-    float scale, RopeArgs rope) {
+    float scale, RopeQkNorm rope) {
   extern __shared__ unsigned char smem_raw[];
   bf16* sK = aligned_smem(smem_raw);
   bf16* sV = sK + TILE_ELEMS;
@@ -649,7 +642,7 @@ long delta_floats(const AttnShape& s) { return (long(s.B) * s.H * s.T + 63) / 64
 // Both backward kernels of one variant (plain, or ending in rope + QK-norm's backward).
 template <bool ROPE>
 void launch_flash_backward(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const float* lse, const float* delta,
-                           bf16* ds, const bf16* q, const bf16* k, const bf16* v, const AttnShape& s, RopeArgs rope,
+                           bf16* ds, const bf16* q, const bf16* k, const bf16* v, const AttnShape& s, RopeQkNorm rope,
                            cudaStream_t stream) {
   static const bool configured = configure_flash_kernel(flash_backward_dkdv_kernel<ROPE>, DKDV_SMEM) &&
                                  configure_flash_kernel(flash_backward_dq_kernel<ROPE>, DQ_SMEM);
@@ -709,10 +702,8 @@ void attention_backward<bf16>(bf16* dq, bf16* dk, bf16* dv, void* scratch, const
   long rows = long(s.B) * s.T * s.H;
   attn_delta_kernel<bf16><<<ceil_div(rows * 16, 256), 256, 0, stream>>>(delta, dout, o, s);
   cudaLaunchCheck();
-  if (rope)
-    launch_flash_backward<true>(dq, dk, dv, dout, lse, delta, ds, q, k, v, s, {rope->rstd, rope->cos_sin}, stream);
-  else
-    launch_flash_backward<false>(dq, dk, dv, dout, lse, delta, ds, q, k, v, s, {nullptr, nullptr}, stream);
+  if (rope) launch_flash_backward<true>(dq, dk, dv, dout, lse, delta, ds, q, k, v, s, *rope, stream);
+  else launch_flash_backward<false>(dq, dk, dv, dout, lse, delta, ds, q, k, v, s, {nullptr, nullptr}, stream);
 }
 
 template <>

@@ -188,7 +188,8 @@ std::vector<float> rope_tables(int T, int D) {
 
 // rope_qknorm_backward in double for one (row, head) of D: g the gradient of the normalized
 // output y (rstd rs) at position pos; returns the gradient of the input.
-std::vector<double> cpu_rope_qknorm_backward(const double* g, const float* y, double rs, const std::vector<float>& cs,
+template <typename Y>
+std::vector<double> cpu_rope_qknorm_backward(const double* g, const Y* y, double rs, const std::vector<float>& cs,
                                              int T, int pos, int D) {
   const int half = D / 2;
   double dot = 0;
@@ -342,13 +343,7 @@ template <typename T>
 void test_rope_qknorm(double tol, bool in_place = false) {
   const int Tn = 64, heads = 3, D = 128, rows = 2 * Tn - 1, half = D / 2;  // an odd count of (row, head)
   auto x = randn(long(rows) * heads * D, 2.f), dout = randn(long(rows) * heads * D);
-  std::vector<float> cs(size_t(Tn) * D);
-  for (int t = 0; t < Tn; t++)
-    for (int f = 0; f < half; f++) {
-      double a = t / std::pow(10000.0, 2.0 * f / D);
-      cs[t * half + f] = float(std::cos(a));
-      cs[Tn * half + t * half + f] = float(std::sin(a));
-    }
+  const std::vector<float> cs = rope_tables(Tn, D);
   std::vector<double> out(x.size()), din(x.size());
   const double eps = 0.0078125;
   for (long w = 0; w < long(rows) * heads; w++) {
@@ -361,18 +356,11 @@ void test_rope_qknorm(double tol, bool in_place = false) {
       y[f + half] = -x1 * s + x2 * c;
     }
     for (double e : y) ss += e * e;
-    double rs = 1.0 / std::sqrt(ss / D + eps), dot = 0;
-    for (int d = 0; d < D; d++) dot += dout[w * D + d] * y[d] * rs;
-    std::vector<double> g(D);
-    for (int d = 0; d < D; d++) {
-      out[w * D + d] = y[d] * rs;
-      g[d] = rs * (dout[w * D + d] - y[d] * rs * dot / D);
-    }
-    for (int f = 0; f < half; f++) {
-      double c = cs[pos * half + f], s = cs[Tn * half + pos * half + f];
-      din[w * D + f] = g[f] * c - g[f + half] * s;
-      din[w * D + f + half] = g[f] * s + g[f + half] * c;
-    }
+    const double rs = 1.0 / std::sqrt(ss / D + eps);
+    for (int d = 0; d < D; d++) out[w * D + d] = y[d] * rs;
+    const std::vector<double> g(dout.begin() + w * D, dout.begin() + (w + 1) * D);
+    const auto dw = cpu_rope_qknorm_backward(g.data(), out.data() + w * D, rs, cs, Tn, pos, D);
+    std::copy(dw.begin(), dw.end(), din.begin() + w * D);
   }
   Dev<float> rstd(long(rows) * heads), dcs(cs);
   const std::string name = std::string("rope+qknorm ") + (sizeof(T) == 4 ? "fp32" : "bf16");

@@ -60,17 +60,21 @@ double rel_diff(const Buffer& got, const Buffer& ref) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is known
+  // mlp_gemm_bench [ROWS] [fused]: "fused" measures only the fused kernels' energy
+  const int M = argc > 1 ? std::atoi(argv[1]) : 262144, K = 512, N = 2048;  // M: a multiple of 256
+  const bool fused_only = argc > 2 && std::string(argv[2]) == "fused";
+  if (argc > 3 || (argc > 2 && !fused_only)) {
+    std::fprintf(stderr, "FAIL: usage: mlp_gemm_bench [ROWS] [fused] (got '%s')\n", argv[argc - 1]);
+    return 2;
+  }
+  if (M <= 0 || M % 256 != 0) {
+    std::fprintf(stderr, "FAIL: rows must be a positive multiple of 256 (got %s)\n", argv[1]);
+    return 2;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: benchmark skipped\n");
     return 77;
-  }
-  // mlp_gemm_bench [ROWS] [fused]: "fused" measures only the fused kernels' energy
-  const int M = argc > 1 ? std::atoi(argv[1]) : 262144, K = 512, N = 2048;  // M: a multiple of 256
-  const bool fused_only = argc > 2 && std::string(argv[2]) == "fused";
-  if (M <= 0 || M % 256 != 0) {
-    std::fprintf(stderr, "FAIL: rows must be a positive multiple of 256 (got %s)\n", argv[1]);
-    return 2;
   }
   std::mt19937_64 rng(7);
   Buffer x(long(M) * K), w_fc(long(N) * K), dy(long(M) * K), w_proj(long(K) * N);
