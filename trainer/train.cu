@@ -265,7 +265,6 @@ struct GPT {
     linear_backward_weight(blas, p.g(lm_head), dlogits, xf, N, C, c.vocab);
     linear_backward_input(blas, dn, dlogits, p.wt(lm_head), N, C, c.vocab);
     rmsnorm_backward(dX, (const T*)nullptr, dn, xlast, rstdf, N, C, st);
-    cudaCheck(cudaMemsetAsync(dx0, 0, N * C * sizeof(T), st));
     for (int i = c.depth - 1; i >= 0; i--) {
       Layer& l = L[i];
       // x_out = xa + relu²(n2 · W_fcᵀ) · W_projᵀ
@@ -301,12 +300,14 @@ struct GPT {
       }
       if (l.ve >= 0)  // dn[:, :32] += d gate_logits · W_gate
         matmul<T, T>(blas, dn, C, dgate, Hkv, false, p.wt(l.ve_gate), G, false, N, G, Hkv, 1.0f);
+      // dX = d x; the last layer of the backward starts dx0, and layer 0 (whose x is x0) folds
+      // dx0 into its dX, x0's whole gradient
+      const X0Grad x0_grad{i < c.depth - 1, l.x == x0};
       residual_mix_rmsnorm_backward(dX, dx0, p.g(resid) + i, p.g(x0l) + i, partials, dX, dn, l.rstd1, l.x, x0,
-                                    p.w(resid) + i, p.w(x0l) + i, N, C, st);  // dX = d x
+                                    p.w(resid) + i, p.w(x0l) + i, N, C, st, x0_grad);
     }
-    add(dn, dX, dx0, N * C, st);
-    rmsnorm_backward(dX, (const T*)nullptr, dn, emb, rstd0, N, C, st);
-    embedding_backward(p.g(wte), dX, idx, C, embed_partials, st);
+    rmsnorm_backward(dn, (const T*)nullptr, dX, emb, rstd0, N, C, st);
+    embedding_backward(p.g(wte), dn, idx, C, embed_partials, st);
   }
 
   /// 6 * (matrix + lm_head parameters) + attention's 12 * heads * head_dim * window, per token.

@@ -201,9 +201,10 @@ __global__ void mix_rmsnorm_forward_kernel(T* xm, T* y, float* rstd, const T* x,
 
 // PARTIAL_BLOCKS blocks whose warps stride over the rows (a fixed grid: the lambda sums are
 // reproducible). Per row: g = dres + rmsnorm_backward(dy) with xm recomputed from x and x0
-// (one tensor fewer to read), rounded to T; dx = a g (dx may be dres); dx0 += b g; the block's
-// sums of g x and g x0 go to partials.
-template <typename T>
+// (one tensor fewer to read), rounded to T; dx = a g (dx may be dres); dx0 += b g (READ_DX0
+// false: dx0 = b g; FOLD: dx = a g + dx0 + b g, dx0 not written); the block's sums of g x and
+// g x0 go to partials.
+template <typename T, bool READ_DX0, bool FOLD>
 __global__ void mix_rmsnorm_backward_kernel(T* dx, T* dx0, float* partials, const T* dres, const T* dy,
                                             const float* rstd, const T* x, const T* x0, const float* lam_r,
                                             const float* lam_0, int N, int C) {
@@ -224,12 +225,12 @@ __global__ void mix_rmsnorm_backward_kernel(T* dx, T* dx0, float* partials, cons
     dot = warp_sum(dot) * rs / C;
     for (int c = 8 * lane; c < C; c += 256) {  // dy, x and x0 are still in L1
       const long i = r * C + c;
-      float g[8], d0[8];
+      float g[8], d0[8] = {};
       load8(fy, dy + i);
       load8(fx, x + i);
       load8(f0, x0 + i);
       load8(g, dres + i);
-      load8(d0, dx0 + i);
+      if (READ_DX0) load8(d0, dx0 + i);
 #pragma unroll
       for (int e = 0; e < 8; e++) {
         const float xm = mixed<T>(a, fx[e], b, f0[e]);
@@ -237,9 +238,9 @@ __global__ void mix_rmsnorm_backward_kernel(T* dx, T* dx0, float* partials, cons
         sr += g[e] * fx[e];
         s0 += g[e] * f0[e];
         d0[e] += b * g[e];
-        g[e] *= a;
+        g[e] = FOLD ? a * g[e] + d0[e] : a * g[e];
       }
-      store8(dx0 + i, d0);
+      if (!FOLD) store8(dx0 + i, d0);
       store8(dx + i, g);
     }
   }
@@ -512,18 +513,6 @@ __global__ void sum_into_kernel(float* out, const float* in, long n) {
   if (threadIdx.x == 0) out[0] += s;
 }
 
-template <typename T>
-__global__ void add_kernel(T* out, const T* a, const T* b, long n) {
-  float fa[8], fb[8];
-  GRID_STRIDE(i8, n / 8) {
-    load8(fa, a + 8 * i8);
-    load8(fb, b + 8 * i8);
-#pragma unroll
-    for (int e = 0; e < 8; e++) fa[e] += fb[e];
-    store8(out + 8 * i8, fa);
-  }
-}
-
 }  // namespace
 
 void split_rows(int* inputs, int* targets, const uint16_t* rows, int B, int T, cudaStream_t st) {
@@ -576,10 +565,14 @@ void residual_mix_rmsnorm_forward(T* xm, T* y, float* rstd, const T* x, const T*
 template <typename T>
 void residual_mix_rmsnorm_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
                                    const T* dres, const T* dy, const float* rstd, const T* x, const T* x0,
-                                   const float* lam_r, const float* lam_0, int N, int C, cudaStream_t st) {
+                                   const float* lam_r, const float* lam_0, int N, int C, cudaStream_t st,
+                                   X0Grad x0_grad) {
   require_multiple(C, 8, "residual_mix_rmsnorm_backward");
-  mix_rmsnorm_backward_kernel<<<PARTIAL_BLOCKS, BLOCK, 0, st>>>(dx, dx0, partials, dres, dy, rstd, x, x0, lam_r,
-                                                                lam_0, N, C);
+  auto kernel = x0_grad.fold ? (x0_grad.started ? mix_rmsnorm_backward_kernel<T, true, true>
+                                                : mix_rmsnorm_backward_kernel<T, false, true>)
+                             : (x0_grad.started ? mix_rmsnorm_backward_kernel<T, true, false>
+                                                : mix_rmsnorm_backward_kernel<T, false, false>);
+  kernel<<<PARTIAL_BLOCKS, BLOCK, 0, st>>>(dx, dx0, partials, dres, dy, rstd, x, x0, lam_r, lam_0, N, C);
   cudaLaunchCheck();
   sum_partials_kernel<<<1, BLOCK, 0, st>>>(dlam_r, dlam_0, partials, PARTIAL_BLOCKS);
   cudaLaunchCheck();
@@ -661,13 +654,6 @@ void sum_into(float* out, const float* in, long n, cudaStream_t st) {
   cudaLaunchCheck();
 }
 
-template <typename T>
-void add(T* out, const T* a, const T* b, long n, cudaStream_t st) {
-  require_multiple(n, 8, "add");
-  add_kernel<<<grid_for(n / 8), BLOCK, 0, st>>>(out, a, b, n);
-  cudaLaunchCheck();
-}
-
 #define INSTANTIATE(T)                                                                          \
   template void embedding_forward<T>(T*, const int*, const T*, int, int, cudaStream_t);        \
   template void embedding_backward<T>(float*, const T*, TokenIndex, int, float*, cudaStream_t); \
@@ -680,7 +666,7 @@ void add(T* out, const T* a, const T* b, long n, cudaStream_t st) {
   template void residual_mix_rmsnorm_backward<T>(T*, T*, float*, float*, float*, const T*,     \
                                                  const T*, const float*, const T*, const T*,   \
                                                  const float*, const float*, int, int,         \
-                                                 cudaStream_t);                                \
+                                                 cudaStream_t, X0Grad);                        \
   template void rope_qknorm_forward<T>(T*, float*, const T*, const float*, int, int, int, int, \
                                        long, float, cudaStream_t);                             \
   template void rope_qknorm_backward<T>(T*, const T*, const T*, const float*, const float*,    \
@@ -693,7 +679,6 @@ void add(T* out, const T* a, const T* b, long n, cudaStream_t st) {
   template void relu2_backward<T>(T*, const T*, long, cudaStream_t);                           \
   template void softcap_cross_entropy<T>(T*, float*, const T*, const int*, int, int,       \
                                          float, float, cudaStream_t);                          \
-  template void cast_from_float<T>(T*, const float*, long, cudaStream_t);                      \
-  template void add<T>(T*, const T*, const T*, long, cudaStream_t);
+  template void cast_from_float<T>(T*, const float*, long, cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(bf16)

@@ -51,14 +51,22 @@ void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float
 template <typename T>
 void residual_mix_rmsnorm_forward(T* xm, T* y, float* rstd, const T* x, const T* x0, const float* lam_r,
                                   const float* lam_0, int N, int C, float eps, cudaStream_t st);
+/// Where the mix backward puts lam_0 g, x0's share of a layer's gradient. `started`: dx0 holds
+/// the later layers' shares (otherwise this share starts it, and dx0 is not read). `fold`: the
+/// layer whose x is x0 itself; its dx becomes x0's whole gradient, lam_r g + lam_0 g (+ dx0 when
+/// started), and dx0 is left as it was. Each saves a pass over dx0 (the zeroing, the final sum).
+struct X0Grad {
+  bool started = true, fold = false;
+};
 /// Their backward: g = dres + rmsnorm_backward(dy) (the gradient of xm, rounded to T), then
-/// dx = lam_r * g (dx may alias dres); dx0 += lam_0 * g; dlam_r[0] += sum(g * x);
-/// dlam_0[0] += sum(g * x0). xm is recomputed from x and x0, to the bit the forward saved.
-/// partials: (2 * 1024,) floats of scratch.
+/// dx = lam_r * g (dx may alias dres); dx0 += lam_0 * g (or as x0_grad says); dlam_r[0] +=
+/// sum(g * x); dlam_0[0] += sum(g * x0). xm is recomputed from x and x0, to the bit the forward
+/// saved. partials: (2 * 1024,) floats of scratch.
 template <typename T>
 void residual_mix_rmsnorm_backward(T* dx, T* dx0, float* dlam_r, float* dlam_0, float* partials,
                                    const T* dres, const T* dy, const float* rstd, const T* x, const T* x0,
-                                   const float* lam_r, const float* lam_0, int N, int C, cudaStream_t st);
+                                   const float* lam_r, const float* lam_0, int N, int C, cudaStream_t st,
+                                   X0Grad x0_grad = {});
 
 /// Per (row, head): out = rmsnorm(rope(in)) over D; rows are B*T tokens, position = row % T.
 /// in and out: (rows, heads * D), rows ld apart (ld >= heads * D, a multiple of 8); out may be
@@ -103,6 +111,3 @@ template <typename T>
 void cast_from_float(T* out, const float* in, long n, cudaStream_t st);
 /// out[0] += sum(in[0..n)) in a fixed order (one block).
 void sum_into(float* out, const float* in, long n, cudaStream_t st);
-/// out = a + b.
-template <typename T>
-void add(T* out, const T* a, const T* b, long n, cudaStream_t st);

@@ -10,7 +10,7 @@
 
 #include "model/common.cuh"
 
-struct LtPlan;  // cuBLASLt descriptors and algorithm of one matmul_add shape (matmul.cu)
+struct LtPlan;  // cuBLASLt descriptors and algorithm of one product shape (matmul.cu)
 
 /// The cuBLAS and cuBLASLt handles bound to the trainer's stream, with their shared
 /// workspace (stream-ordered, so the two libraries never use it at once).
@@ -19,7 +19,7 @@ struct Blas {
   cublasLtHandle_t lt = nullptr;
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
-  mutable std::map<std::array<int, 11>, LtPlan*> lt_plans;  // by matmul_add's shapes and alignments
+  mutable std::map<std::array<int, 11>, LtPlan*> lt_plans;  // by shape and alignments (nullptr: none)
   explicit Blas(cudaStream_t s);
   ~Blas();
   Blas(const Blas&) = delete;

@@ -335,6 +335,21 @@ void test_mix_rmsnorm(double tol) {
   expect_close((name + " dx (in place over dres)").c_str(), dG.get(), dx, tol);
   expect_close((name + " dx0 (accumulated)").c_str(), dD0.get(), dx0_ref, tol);
   expect_close((name + " dlambdas (accumulated)").c_str(), dlams.get(), {dlam_r, dlam_0}, tol);
+  // x0's share started (dx0 not read), and folded into dx (dx0 read or not, and left alone)
+  for (const X0Grad mode : {X0Grad{false, false}, X0Grad{true, true}, X0Grad{false, true}}) {
+    std::vector<double> want_dx(n), want_dx0(n);
+    for (long i = 0; i < n; i++) {
+      const double g = dx[i] / lam[0], share = lam[1] * g + (mode.started ? dx0[i] : 0.0);
+      want_dx[i] = mode.fold ? dx[i] + share : dx[i];
+      want_dx0[i] = mode.fold ? dx0[i] : share;
+    }
+    Dev<T> dOut(n), dG2(dres), dD02(dx0);
+    residual_mix_rmsnorm_backward<T>(dOut.p, dD02.p, dlams.p, dlams.p + 1, partials.p, dG2.p, dDy.p, rstd.p, dX.p,
+                                     dX0.p, lams.p, lams.p + 1, N, C, nullptr, mode);
+    const std::string m = name + (mode.fold ? (mode.started ? " folded" : " folded, unstarted") : " started");
+    expect_close((m + " dx").c_str(), dOut.get(), want_dx, tol);
+    expect_close((m + " dx0").c_str(), dD02.get(), want_dx0, tol);
+  }
 }
 
 // Packed; or in place over the first heads * D columns of rows ld apart, as the trainer runs it
