@@ -2,8 +2,9 @@
 # Builds another revision's sm_90a trainer binaries (train, kernels_test and the benchmarks it
 # has) into .device/NAME (git-ignored), beside scripts/device_stage.sh's .device/bin, so that one
 # device call compares two trees: boards differ by a few percent from call to call, so A/B
-# figures come from one call (docs/PERF.md). The revision is checked out in a temporary git
-# worktree and built in build-trainer-NAME; .device/NAME/REVISION names the commit.
+# figures come from one call (docs/PERF.md). The revision is checked out in the git worktree
+# build-trainer-NAME-src (the same path each time, so that build-trainer-NAME, where it is built,
+# can be configured again); .device/NAME/REVISION names the commit.
 #   scripts/device_stage_rev.sh REV NAME        e.g. scripts/device_stage_rev.sh main binM
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,10 @@ if [ $# -ne 2 ]; then echo "usage: scripts/device_stage_rev.sh REV NAME" >&2; ex
 REV=$1 NAME=$2
 case "$NAME" in "" | */* | .*) echo "device_stage_rev: NAME must be a plain folder name, not '$NAME'" >&2; exit 2 ;; esac
 SHA=$(git rev-parse --verify --quiet "$REV^{commit}") || { echo "device_stage_rev: no commit '$REV'" >&2; exit 2; }
-WT=$(mktemp -d)
-trap 'git worktree remove --force "$WT" >/dev/null 2>&1 || true; rm -rf "$WT"' EXIT
+WT=$PWD/build-trainer-$NAME-src
+git worktree remove --force "$WT" >/dev/null 2>&1 || rm -rf "$WT"
+git worktree prune
+trap 'git worktree remove --force "$WT" >/dev/null 2>&1 || true' EXIT
 git worktree add --quiet --detach "$WT" "$SHA"
 BUILD=$PWD/build-trainer-$NAME
 export PATH=/usr/local/cuda/bin:$PATH
