@@ -55,11 +55,16 @@ namespace {
 // The tile (in cuBLAS's column-major terms: output columns of ours x rows) of the algorithm
 // taken for a bf16 product whose output rows are `width` wide, where the heuristic offers it
 // among its first eight: at the power limit these cost the fewest joules a call (docs/PERF.md,
-// run 46: 128 x 160 saves 3-11 % on the (262144, 512) outputs, 256 x 128 2-3 % on the wider
+// run 46: 128 x 160 saves 3-11 % on the (262144, 512) outputs, 256 x 128 1-3 % on the wider
 // ones, against cublasGemmEx's default and the heuristic's first). The choice depends on the
 // shape only, so every run of a configuration computes the same bits.
 cublasLtMatmulTile_t preferred_tile(int width) {
   return width <= 512 ? CUBLASLT_MATMUL_TILE_128x160 : CUBLASLT_MATMUL_TILE_256x128;
+}
+
+// The largest power of two (at most 256) that divides p's address: the alignment cuBLASLt is told.
+int alignment(const void* p) {
+  return int(std::min<uintptr_t>(256, reinterpret_cast<uintptr_t>(p) & -reinterpret_cast<uintptr_t>(p)));
 }
 
 /// The plan of one row-major product D (m, n) = op(A) · op(B) (+ C), C and D of row stride ldd,
@@ -70,9 +75,6 @@ LtPlan* lt_plan(const Blas& blas, const void* D, const void* C, const void* A, i
   // The heuristic assumes 256-byte aligned operands unless told otherwise, and may pick an
   // algorithm that then refuses a pointer aligned less (a parameter tensor starts at a
   // multiple of 64 elements only): the plan is chosen for the alignments at hand.
-  auto alignment = [](const void* p) {
-    return int(std::min<uintptr_t>(256, reinterpret_cast<uintptr_t>(p) & -reinterpret_cast<uintptr_t>(p)));
-  };
   const int align_a = alignment(A), align_b = alignment(B), align_cd = std::min(alignment(C), alignment(D));
   const std::array<int, 11> key{m, n, k, lda, ldb, ldd, int(trans_a) * 2 + int(trans_b), int(sizeof(T)),
                                 align_a, align_b, align_cd};
@@ -149,7 +151,9 @@ void matmul_add(const Blas& blas, T* D, const T* R, int ldd, const T* A, int lda
   // column-major: Dᵀ (n, m) = op(Bᵀ) (n, k) · op(Aᵀ) (k, m) + Rᵀ
   const LtPlan* plan = lt_plan<T>(blas, D, R, A, lda, trans_a, B, ldb, trans_b, m, n, k, ldd);
   if (!plan) {
-    std::fprintf(stderr, "FAIL: cuBLASLt has no algorithm for matmul_add (%d x %d x %d)\n", m, n, k);
+    std::fprintf(stderr,
+                 "FAIL: cuBLASLt has no algorithm for matmul_add (%d x %d x %d, operands aligned to %d/%d/%d bytes)\n",
+                 m, n, k, alignment(A), alignment(B), std::min(alignment(R), alignment(D)));
     std::exit(1);
   }
   lt_run<T>(blas, *plan, D, R, 1.0f, A, B);

@@ -476,7 +476,9 @@ void test_embedding_backward() {
 // matmul_add (cuBLASLt, D distinct from the residual R): D = R + op(A) · op(B), for each
 // transpose combination, against a double-precision product; R itself must stay unchanged.
 // Then once more with every operand 16 bytes past a 256-byte boundary (parameter tensors are
-// aligned to 64 elements only).
+// aligned to 64 elements only). matmul (C = op(A) · op(B)) the same way: bf16 products of
+// 16-byte rows take cuBLASLt's plans, the others cublasGemmEx; then a product 4 wide (the
+// value gates' shape), which stays on cublasGemmEx.
 template <typename T>
 void test_matmul_add(double tol) {
   const int m = 96, n = 80, k = 64;
@@ -506,7 +508,21 @@ void test_matmul_add(double tol) {
     };
     expect_close(what.c_str(), tail(dd), ref, tol);
     expect_close((what + " (R unchanged)").c_str(), tail(dr), std::vector<double>(r.begin(), r.end()), 0.0);
+    std::vector<double> prod(ref.size());
+    for (size_t i = 0; i < ref.size(); i++) prod[i] = ref[i] - r[i];
+    Dev<T> dc(off + long(m) * n);
+    matmul<T, T>(blas, dc.p + off, n, da.p + off, ta ? m : k, ta, db.p + off, tb ? k : n, tb, m, n, k);
+    expect_close(("matmul" + what.substr(std::string("matmul_add").size())).c_str(), tail(dc), prod, tol);
   }
+  const int narrow = 4;  // C (m, 4) = A (m, k) · Bᵀ, B (4, k)
+  auto a = randn(long(m) * k), b = randn(long(narrow) * k);
+  std::vector<double> ref(long(m) * narrow, 0.0);
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < narrow; j++)
+      for (int l = 0; l < k; l++) ref[long(i) * narrow + j] += double(a[long(i) * k + l]) * b[long(j) * k + l];
+  Dev<T> da(a), db(b), dc(long(m) * narrow);
+  matmul<T, T>(blas, dc.p, narrow, da.p, k, false, db.p, k, true, m, narrow, k);
+  expect_close(sizeof(T) == 4 ? "matmul fp32 A Bᵀ, 4 wide" : "matmul bf16 A Bᵀ, 4 wide", dc.get(), ref, tol);
 }
 
 // The relu² products at (rows, in) -> out against a double-precision product of the same bf16
