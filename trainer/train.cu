@@ -17,6 +17,7 @@
 #include "model/batch_stager.cuh"
 #include "model/layers.cuh"
 #include "model/matmul.cuh"
+#include "model/lm_head_ce.cuh"
 #include "model/mlp_product.cuh"
 #include "model/optim.cuh"
 #include "model/params.cuh"
@@ -114,7 +115,9 @@ struct GPT {
   T *emb, *x0, *xf;    // (N, C)
   float *rstd0, *rstdf, *losses, *partials, *embed_partials;
   void* attn_scratch;  // attention_backward's, sized for the largest window
-  T *logits, *dlogits, *dX, *dx0, *dn, *datt, *dqkv, *dve, *dgate, *dh;
+  LmHeadCEBuffers<T> head;  // the logits, then their gradient; the cross-entropy's scratch
+  LmHeadGrad<T> head_grad;  // what the last forward left for lm_head's backward
+  T *dX, *dx0, *dn, *datt, *dqkv, *dve, *dgate, *dh;
   int qkv_width() const { return c.n_head * c.head_dim + 2 * c.kv_dim(); }  // QKV: a row of qkv
 
   GPT(Config cfg, int batch_rows, cudaStream_t stream)
@@ -155,12 +158,13 @@ struct GPT {
     emb = A(N * C), x0 = A(N * C), xf = A(N * C);
     L[0].x = x0;
     xlast = A(N * C);
-    rstd0 = Af(N), rstdf = Af(N), logits = A(N * c.vocab), losses = Af(N), partials = Af(2048);
+    rstd0 = Af(N), rstdf = Af(N), losses = Af(N), partials = Af(2048);
+    head = {A(N * c.vocab), A(N * C), Af(N), Af(lm_head_ce_partials_size(N, c.vocab)), Af(N)};
     embed_partials = Af(max_embed_segments(N, c.vocab) * std::max(C, KV));
     size_t scratch_bytes = 0;
     for (int i = 0; i < c.depth; i++) scratch_bytes = std::max(scratch_bytes, attention_scratch_bytes<T>(attn_shape(i)));
     attn_scratch = arena.alloc<unsigned char>(scratch_bytes);
-    dlogits = A(N * c.vocab), dh = A(N * F);
+    dh = A(N * F);
     dX = A(N * C), dx0 = A(N * C), dn = A(N * C), datt = A(N * HD), dqkv = A(N * qkv_width());
     dve = A(N * KV), dgate = A(N * c.n_kv_head);
     // rotary tables
@@ -223,7 +227,7 @@ struct GPT {
   void zero_grads() { cudaCheck(cudaMemsetAsync(p.grads, 0, p.count() * sizeof(float), st)); }
 
   /// Forward over one micro-batch; per-token losses into `losses`. With grad_scale > 0 also
-  /// d(loss)/d(logits) * grad_scale into dlogits, ready for backward().
+  /// d(loss)/d(logits) * grad_scale (head_grad), ready for backward().
   void forward(const int* inp, const int* tgt, float grad_scale) {
     const int C = c.dim, HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim, QKV = qkv_width();
     embedding_forward(emb, inp, p.e(wte), N, C, st);
@@ -253,18 +257,21 @@ struct GPT {
       linear_forward_add(blas, x_out, l.xa, l.a, p.wt(l.mlp_proj), N, F, C);  // x = xa + mlp
     }
     rmsnorm_forward(xf, rstdf, xlast, N, C, NORM_EPS, st);
-    linear_forward<T, T>(blas, logits, xf, p.wt(lm_head), N, C, c.vocab);  // bf16 logits, as the reference
-    softcap_cross_entropy(grad_scale > 0 ? dlogits : (T*)nullptr, losses, logits, tgt, N, c.vocab,
-                          SOFTCAP, grad_scale, st);
+    // bf16 logits, as the reference, soft-capped in the cross-entropy
+    head_grad = lm_head_softcap_ce(blas, head, losses, xf, p.wt(lm_head), tgt, N, C, c.vocab, SOFTCAP, grad_scale);
   }
 
   /// Backward of the last forward(); adds every parameter's gradient into p.grads.
   void backward(const int* inp, const TokenIndex& idx) {
     const int C = c.dim, KV = c.kv_dim(), HD = c.n_head * c.head_dim, F = MLP_RATIO * c.dim, QKV = qkv_width();
     const int Hkv = c.n_kv_head, G = VE_GATE_CHANNELS;
-    linear_backward_weight(blas, p.g(lm_head), dlogits, xf, N, C, c.vocab);
-    linear_backward_input(blas, dn, dlogits, p.wt(lm_head), N, C, c.vocab);
-    rmsnorm_backward(dX, (const T*)nullptr, dn, xlast, rstdf, N, C, st);
+    // dlogits up to a factor a row (lm_head_ce.cuh): folded into x_scaled, and applied to dn by
+    // the final norm's backward
+    const LmHeadGrad<T>& g = head_grad;
+    if (!g.dlogits) throw std::logic_error("GPT::backward: the last forward computed no gradient (grad_scale 0)");
+    linear_backward_weight(blas, p.g(lm_head), g.dlogits, g.x_scaled, N, C, c.vocab);
+    linear_backward_input(blas, dn, g.dlogits, p.wt(lm_head), N, C, c.vocab);
+    rmsnorm_backward(dX, (const T*)nullptr, dn, xlast, rstdf, N, C, st, g.row_scale);
     for (int i = c.depth - 1; i >= 0; i--) {
       Layer& l = L[i];
       // x_out = xa + relu²(n2 · W_fcᵀ) · W_projᵀ

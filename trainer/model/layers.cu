@@ -133,11 +133,11 @@ __global__ void rmsnorm_forward_kernel(T* y, float* rstd, const T* x, int N, int
 
 template <typename T>
 __global__ void rmsnorm_backward_kernel(T* dx, const T* dres, const T* dy, const T* x,
-                                        const float* rstd, int N, int C) {
+                                        const float* rstd, int N, int C, const float* dy_scale) {
   long r = warp_id();
   int lane = threadIdx.x % 32;
   if (r >= N) return;
-  const float rs = rstd[r];
+  const float rs = rstd[r], gs = dy_scale ? dy_scale[r] * rs : rs;  // linear in dy: scale the result
   float dot = 0.f, fy[8], fx[8], fr[8];
   for (int c = 8 * lane; c < C; c += 256) {  // C % 8 == 0: 16-byte accesses
     load8(fy, dy + r * C + c);
@@ -152,7 +152,7 @@ __global__ void rmsnorm_backward_kernel(T* dx, const T* dres, const T* dy, const
     load8(fx, x + i);
     if (dres) load8(fr, dres + i);
 #pragma unroll
-    for (int e = 0; e < 8; e++) fy[e] = (dres ? fr[e] : 0.f) + rs * (fy[e] - fx[e] * rs * dot);
+    for (int e = 0; e < 8; e++) fy[e] = (dres ? fr[e] : 0.f) + gs * (fy[e] - fx[e] * rs * dot);
     store8(dx + i, fy);
   }
 }
@@ -548,9 +548,9 @@ void rmsnorm_forward(T* y, float* rstd, const T* x, int N, int C, float eps, cud
 
 template <typename T>
 void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float* rstd, int N, int C,
-                      cudaStream_t st) {
+                      cudaStream_t st, const float* dy_scale) {
   require_multiple(C, 8, "rmsnorm_backward");
-  rmsnorm_backward_kernel<<<warp_grid(N), BLOCK, 0, st>>>(dx, dres, dy, x, rstd, N, C);
+  rmsnorm_backward_kernel<<<warp_grid(N), BLOCK, 0, st>>>(dx, dres, dy, x, rstd, N, C, dy_scale);
   cudaLaunchCheck();
 }
 
@@ -659,7 +659,7 @@ void sum_into(float* out, const float* in, long n, cudaStream_t st) {
   template void embedding_backward<T>(float*, const T*, TokenIndex, int, float*, cudaStream_t); \
   template void rmsnorm_forward<T>(T*, float*, const T*, int, int, float, cudaStream_t);       \
   template void rmsnorm_backward<T>(T*, const T*, const T*, const T*, const float*, int, int,  \
-                                    cudaStream_t);                                             \
+                                    cudaStream_t, const float*);                               \
   template void residual_mix_rmsnorm_forward<T>(T*, T*, float*, const T*, const T*,           \
                                                 const float*, const float*, int, int, float,   \
                                                 cudaStream_t);                                 \

@@ -40,10 +40,11 @@ void embedding_backward(float* dtable, const T* dout, TokenIndex idx, int C, flo
 /// y = x * rstd, rstd = rsqrt(mean(x²) + eps) per row of C. rstd: (N,).
 template <typename T>
 void rmsnorm_forward(T* y, float* rstd, const T* x, int N, int C, float eps, cudaStream_t st);
-/// dx = (dres ? dres : 0) + rstd * (dy - y * mean(dy * y)); dx may alias dres.
+/// dx = (dres ? dres : 0) + rstd * (dy - y * mean(dy * y)); dx may alias dres. With
+/// dy_scale (N,), row i of dy is dy_scale[i] times the row given (lm_head_ce.cuh's row factor).
 template <typename T>
 void rmsnorm_backward(T* dx, const T* dres, const T* dy, const T* x, const float* rstd, int N, int C,
-                      cudaStream_t st);
+                      cudaStream_t st, const float* dy_scale = nullptr);
 
 /// The residual mix and the RMSNorm after it, in one pass over rows of C:
 /// xm = lam_r[0] * x + lam_0[0] * x0 (lambdas on the device, one layer's entries; saved in T),
@@ -101,7 +102,8 @@ void relu2_backward(T* dh, const T* a, long n, cudaStream_t st);
 
 /// Per row of V logits (T, as the bf16 lm_head product leaves them; V % 8 == 0, V <= 8192):
 /// z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target].
-/// With dlogits: dlogits = dscale * (softmax(z) - onehot) * (1 - (z/cap)²).
+/// With dlogits: dlogits = dscale * (softmax(z) - onehot) * (1 - (z/cap)²); dlogits may be
+/// logits (in place).
 template <typename T>
 void softcap_cross_entropy(T* dlogits, float* losses, const T* logits, const int* targets, int N,
                            int V, float cap, float dscale, cudaStream_t st);

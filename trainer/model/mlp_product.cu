@@ -1,209 +1,37 @@
-// The fused relu² products (mlp_product.cuh): one persistent kernel, templated on the epilogue
-// (forward or backward), then its launchers.
-//
-// A block (one a multiprocessor: 209 KB of shared memory) is two consumer warpgroups and one
-// producer warp, and walks the output tiles blockIdx.x, + gridDim.x, ... (a tile is 256 rows
-// by 128 columns, columns fastest, so the blocks running at once share the same rows of A in
-// L2). Lane 0 of the producer warp streams the (A, B) k-steps of its tiles through a ring of 3
-// shared-memory stages, each guarded by a `full` (TMA bytes landed) and an `empty` (every
-// consumer thread done reading) mbarrier. Consumer warpgroup w owns rows 128 w .. 128 w + 127
-// of the tile (two 64-row halves, 128 fp32 accumulators a thread), both reading the same W
-// tile of a stage (85 FLOP a loaded byte, against 64 for 128-row tiles). In its epilogue a
-// warpgroup writes its rows in bf16 into its own (128, 128) staging tile in the sw128 layout,
-// which its leader stores by TMA while the next tile's products run. The backward's tile of a
-// is loaded by TMA into the same staging tile once the tile's products are done, and read back
-// in place.
+// The fused relu² products (mlp_product.cuh): their launchers over product_kernel.cuh's kernel,
+// with the relu² forward and backward epilogues.
 #include "model/mlp_product.cuh"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "model/tma.cuh"
+#include "model/product_kernel.cuh"
 
 namespace {
-
-enum class Epilogue { Forward, Backward };
-
-// Tiles: (TILE_M, TILE_N) of the output a block at a time, TILE_K of the summed dimension a stage.
-constexpr int WGS = 2;                                        // consumer warpgroups a block
-constexpr int TILE_M = 128 * WGS, TILE_N = 128, TILE_K = 64;
-constexpr int A_BYTES = TILE_M * TILE_K * 2, B_BYTES = TILE_N * TILE_K * 2, STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int STAGES = 3;                                     // what fits beside the staging tiles
-constexpr int OUT_TILE_BYTES = 128 * 128 * 2;                 // a warpgroup's (128, 128) bf16 staging tile
-constexpr int THREADS = 128 * WGS + 32;                       // and the producer warp
-constexpr int SMEM = STAGES * STAGE_BYTES + WGS * OUT_TILE_BYTES + 1024 + 128;  // 209 KB: one block an SM
-
-// Byte offset of element (r, c) of a (128, 128) bf16 tile in the sw128 layout.
-__device__ __forceinline__ int staged(int r, int c) { return sw128_offset<128>(r, c / 8) + (c % 8) * 2; }
-
-// Barrier of the 128 threads of consumer warpgroup wg (barrier 0 is __syncthreads).
-__device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory"); }
-
-// Forward: A = x (M, K), B = W_fc (N, K); out = relu(A · Bᵀ)².
-// Backward: A = dy (M, K), B = W_proj (K, N); out = dh = (A · B) * 2 sqrt(act), act = a (M, N).
-template <Epilogue E>
-__global__ void __launch_bounds__(THREADS, 1)
-    relu2_product_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                         const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_act,
-                         int M, int N, int K) {
-  extern __shared__ unsigned char smem_raw[];
-  unsigned char* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // stage s: A, then B
-  unsigned char* staging = ring + STAGES * STAGE_BYTES;
-  uint64_t* full = reinterpret_cast<uint64_t*>(staging + WGS * OUT_TILE_BYTES);
-  uint64_t* empty = full + STAGES;
-  uint64_t* act_ready = empty + STAGES;  // one a warpgroup
-  const int tiles_n = N / TILE_N, tiles = (M / TILE_M) * tiles_n, steps = K / TILE_K;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 128 * WGS);
-    for (int w = 0; w < WGS; w++) mbar_init(&act_ready[w], 1);
-    mbar_init_fence();
-  }
-  __syncthreads();
-
-  if (threadIdx.x >= 128 * WGS) {  // the producer warp: lane 0 issues every load
-    if (threadIdx.x != 128 * WGS) return;
-    int it = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const int m0 = (tile / tiles_n) * TILE_M, n0 = (tile % tiles_n) * TILE_N;
-      for (int kt = 0; kt < steps; kt++, it++) {
-        const int s = it % STAGES;
-        if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // the consumers freed it
-        unsigned char* sa = ring + s * STAGE_BYTES;
-        unsigned char* sb = sa + A_BYTES;
-        mbar_expect_tx(&full[s], STAGE_BYTES);
-        tma_load(sa, &map_a, kt * TILE_K, m0, &full[s]);  // (TILE_M, 64) of A
-        if constexpr (E == Epilogue::Forward) {
-          tma_load(sb, &map_b, kt * TILE_K, n0, &full[s]);  // W_fc rows n0.., columns kt * 64..
-        } else {  // W_proj rows kt * 64.., columns n0..: two 64-column halves of 64 rows (MN-major)
-          tma_load(sb, &map_b, n0, kt * TILE_K, &full[s]);
-          tma_load(sb + 64 * 128, &map_b, n0 + 64, kt * TILE_K, &full[s]);
-        }
-      }
-    }
-    return;
-  }
-
-  // consumer warpgroup wg
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const bool leader = threadIdx.x % 128 == 0;
-  unsigned char* out_tile = staging + wg * OUT_TILE_BYTES;
-  int it = 0;
-  uint32_t act_parity = 0;
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int m0 = (tile / tiles_n) * TILE_M + 128 * wg, n0 = (tile % tiles_n) * TILE_N;
-    float acc[2][16][4] = {};
-    for (int kt = 0; kt < steps; kt++, it++) {
-      const int s = it % STAGES;
-      mbar_wait(&full[s], (it / STAGES) & 1);
-      const bf16* sa = reinterpret_cast<const bf16*>(ring + s * STAGE_BYTES) + wg * 128 * TILE_K;
-      const bf16* sb = reinterpret_cast<const bf16*>(ring + s * STAGE_BYTES + A_BYTES);
-      wgmma_fence();
-#pragma unroll
-      for (int half = 0; half < 2; half++)
-#pragma unroll
-        for (int kk = 0; kk < TILE_K / 16; kk++) {
-          if constexpr (E == Epilogue::Forward)
-            wgmma_m64n128k16_ss(acc[half], k_major_desc<128>(sa + half * 64 * TILE_K, kk), k_major_desc<128>(sb, kk), 1);
-          else
-            wgmma_m64n128k16_ss_mn(acc[half], k_major_desc<128>(sa + half * 64 * TILE_K, kk), mn_major_desc<64>(sb, kk), 1);
-        }
-      wgmma_commit();
-      wgmma_wait<0>();  // (leaving a group running while the next stage waits was slower: PERF run 30)
-      mbar_arrive(&empty[s]);
-    }
-    wgmma_fence_regs(acc[0]);
-    wgmma_fence_regs(acc[1]);
-
-    // epilogue: the forward stages relu(h)²; the backward reads a in place and stages dh
-    if constexpr (E == Epilogue::Backward) {  // a's tile into the staging tile once the last stores have read it
-      // (loading it when the tile starts was slower: the leader's wait stalls the products; PERF run 31)
-      if (leader) {
-        tma_store_wait_read();
-        mbar_expect_tx(&act_ready[wg], OUT_TILE_BYTES);
-        tma_load(out_tile, &map_act, n0, m0, &act_ready[wg]);
-        tma_load(out_tile + OUT_TILE_BYTES / 2, &map_act, n0 + 64, m0, &act_ready[wg]);
-      }
-      mbar_wait(&act_ready[wg], act_parity);
-      act_parity ^= 1;
-    } else {
-      if (leader) tma_store_wait_read();
-      warpgroup_sync(wg);
-    }
-#pragma unroll
-    for (int half = 0; half < 2; half++)
-#pragma unroll
-      for (int r = 0; r < 2; r++) {
-        const int row = 64 * half + 16 * warp + g + 8 * r;
-#pragma unroll
-        for (int n = 0; n < 16; n++) {
-          __nv_bfloat162* at = reinterpret_cast<__nv_bfloat162*>(out_tile + staged(row, 8 * n + 2 * t));
-          // the product rounded to bf16 first, as cuBLAS leaves it for relu2_forward / relu2_backward
-          const float2 v = __bfloat1622float2(__floats2bfloat162_rn(acc[half][n][2 * r], acc[half][n][2 * r + 1]));
-          if constexpr (E == Epilogue::Forward) {
-            const float a0 = fmaxf(v.x, 0.f), a1 = fmaxf(v.y, 0.f);
-            *at = __floats2bfloat162_rn(a0 * a0, a1 * a1);
-          } else {
-            const float2 av = __bfloat1622float2(*at);
-            *at = __floats2bfloat162_rn(v.x * 2.f * relu_from_square(av.x), v.y * 2.f * relu_from_square(av.y));
-          }
-        }
-      }
-    fence_proxy_async();  // the staging writes, visible to TMA
-    warpgroup_sync(wg);
-    if (leader) {
-      tma_store(&map_out, n0, m0, out_tile);
-      tma_store(&map_out, n0 + 64, m0, out_tile + OUT_TILE_BYTES / 2);
-      tma_store_commit();
-    }
-  }
-  if (leader) tma_store_wait_all();
-}
-
-template <Epilogue E>
-void launch_relu2_product(bf16* out, const bf16* act, const bf16* A, const bf16* B, int M, int N, int K,
-                          cudaStream_t st) {
-  static const int sms = [] {  // the grid: one block a multiprocessor
-    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-    cudaCheck(cudaFuncSetAttribute(relu2_product_kernel<E>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                   cudaSharedmemCarveoutMaxShared));
-    int device = 0, count = 0;
-    cudaCheck(cudaGetDevice(&device));
-    cudaCheck(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    return count;
-  }();
-  const CUtensorMap map_a = tma_map_bf16(A, M, K, TILE_M);
-  const CUtensorMap map_b = E == Epilogue::Forward ? tma_map_bf16(B, N, K, 128) : tma_map_bf16(B, K, N, 64);
-  const CUtensorMap map_out = tma_map_bf16(out, M, N, 128);
-  const CUtensorMap map_act = tma_map_bf16(act ? act : out, M, N, 128);
-  const int tiles = (M / TILE_M) * (N / TILE_N);
-  relu2_product_kernel<E><<<std::min(tiles, sms), THREADS, SMEM, st>>>(map_a, map_b, map_out, map_act, M, N, K);
-  cudaLaunchCheck();
-}
 
 template <Epilogue E>
 void relu2_product(const char* who, bf16* out, const bf16* act, const bf16* A, const bf16* B, int M, int N, int K,
                    cudaStream_t st) {
-  if (!relu2_product_fits(M, N, K, {out, act, A, B}))
+  if (!product_kernel_fits(M, N, K, {out, act, A, B}))
     throw std::invalid_argument(std::string(who) + ": shape (" + std::to_string(M) + " rows, " + std::to_string(N) +
                                 " wide, " + std::to_string(K) + " summed) or alignment does not fit the kernel's " +
                                 std::to_string(TILE_M) + " x " + std::to_string(TILE_N) + " x " +
                                 std::to_string(TILE_K) + " tiles");
-  launch_relu2_product<E>(out, act, A, B, M, N, K, st);
+  launch_product<E>(out, act, A, B, M, N, K, CeOperands{}, st);
 }
 
 }  // namespace
 
 bool relu2_product_fits(int rows, int width, int summed, std::initializer_list<const void*> ptrs) {
-  if (rows <= 0 || width <= 0 || summed <= 0 || rows % TILE_M || width % TILE_N || summed % TILE_K) return false;
-  return tma_aligned(ptrs);
+  return product_kernel_fits(rows, width, summed, ptrs);
 }
 
 void linear_relu2_forward_fused(bf16* a, const bf16* x, const bf16* w, int rows, int in, int out, cudaStream_t st) {
-  relu2_product<Epilogue::Forward>("linear_relu2_forward", a, nullptr, x, w, rows, out, in, st);
+  relu2_product<Epilogue::Relu2Forward>("linear_relu2_forward", a, nullptr, x, w, rows, out, in, st);
 }
 
 void linear_backward_input_relu2_fused(bf16* dh, const bf16* dy, const bf16* w, const bf16* a, int rows, int in,
                                        int out, cudaStream_t st) {
-  relu2_product<Epilogue::Backward>("linear_backward_input_relu2", dh, a, dy, w, rows, in, out, st);
+  relu2_product<Epilogue::Relu2Backward>("linear_backward_input_relu2", dh, a, dy, w, rows, in, out, st);
 }

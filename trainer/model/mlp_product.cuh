@@ -5,8 +5,9 @@
 // The backward takes relu(h) as sqrt(a): a = relu(h)² is saved for the next product anyway,
 // and h itself (as many bytes again) is then neither written nor kept. sqrt(a) differs from
 // relu(h) by at most half of a's bf16 rounding (2^-9 relative), under dh's own rounding.
-// bf16 kernels of our own (sm_90a: warpgroup products fed by TMA loads from a producer warp, a
-// persistent grid, the output staged in shared memory and written by TMA stores). They round
+// bf16 kernels of our own (product_kernel.cuh: warpgroup products fed by TMA loads from a
+// producer warp, a persistent grid, the output staged in shared memory and written by TMA
+// stores). They round
 // as cuBLAS + relu2_forward / relu2_backward do (the product rounded to bf16 before relu²);
 // kernels_test holds the two paths to each other and to a double-precision product.
 // linear_relu2_forward / linear_backward_input_relu2 take the fused kernels where the shapes

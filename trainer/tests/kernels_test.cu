@@ -2,7 +2,7 @@
 // attention (fp32 reference kernels and bf16 flash kernels, forward and
 // backward, windows that cut through tiles, q/k/v as slices of one buffer),
 // RMSNorm, the residual mix with its RMSNorm, rotary + QK-norm (also strided, in place), the
-// soft-capped cross-entropy, the segmented embedding gradient (a token
+// soft-capped cross-entropy (alone, and with lm_head in one step), the segmented embedding gradient (a token
 // frequent enough to span many segments), the residual product matmul_add and the fused relu²
 // products; first, without a GPU, that the launchers refuse shapes their kernels cannot take.
 // The rest needs a GPU:
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <string>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "model/attention.cuh"
 #include "model/batch_stager.cuh"
 #include "model/layers.cuh"
+#include "model/lm_head_ce.cuh"
 #include "model/matmul.cuh"
 #include "model/mlp_product.cuh"
 #include "model/params.cuh"
@@ -292,6 +294,16 @@ void test_rmsnorm(double tol) {
   rmsnorm_backward<T>(dDX.p, dDX.p, dDY.p, dX.p, rstd.p, N, C, nullptr);
   expect_close(sizeof(T) == 4 ? "rmsnorm fp32 forward" : "rmsnorm bf16 forward", dY.get(), y, tol);
   expect_close(sizeof(T) == 4 ? "rmsnorm fp32 backward" : "rmsnorm bf16 backward", dDX.get(), dx, tol);
+  // dy given up to a factor a row (lm_head_ce.cuh), no residual: dx = rmsnorm_backward(scale * dy)
+  std::vector<float> scale(N);
+  for (int r = 0; r < N; r++) scale[r] = 0.25f + 0.01f * float(r);
+  std::vector<double> dx_scaled(x.size());
+  for (long i = 0; i < long(x.size()); i++) dx_scaled[i] = (dx[i] - res[i]) * scale[i / C];
+  Dev<float> dscale_rows(scale);
+  Dev<T> dOut(long(N) * C);
+  rmsnorm_backward<T>(dOut.p, nullptr, dDY.p, dX.p, rstd.p, N, C, nullptr, dscale_rows.p);
+  expect_close(sizeof(T) == 4 ? "rmsnorm fp32 backward, dy scaled by row" : "rmsnorm bf16 backward, dy scaled by row",
+               dOut.get(), dx_scaled, tol);
 }
 
 // The residual mix fused with the RMSNorm after it, forward and backward (the lambdas' sums
@@ -446,6 +458,75 @@ void test_cross_entropy(double tol) {
   expect_close(sizeof(T) == 4 ? "softcap CE fp32 losses" : "softcap CE bf16 losses", dloss.get(), loss,
                sizeof(T) == 4 ? 1e-5 : 1e-3);
   expect_close(sizeof(T) == 4 ? "softcap CE fp32 dlogits" : "softcap CE bf16 dlogits", dgrad.get(), grad, tol);
+  cudaFree(dt);
+}
+
+// lm_head and the soft-capped cross-entropy in one step (lm_head_ce.cuh), against double
+// precision: the losses, the gradient d loss / d logits as the backward sees it (row_scale
+// times dlogits), x_scaled, and the evaluation pass (no gradient) to the bit. bf16 at rows %
+// 256 == 0 takes the fused kernel, bf16 at 320 rows and fp32 cuBLAS + softcap_cross_entropy.
+// The logits are rounded to bf16 as the product leaves them (to T for fp32).
+template <typename T>
+void test_lm_head_ce(int N, double tol) {
+  const int C = 128, V = 1024;
+  const float cap = 15.f, dscale = 1.f / N;
+  auto x = randn(long(N) * C), w = randn(long(V) * C, 0.5f);
+  std::vector<int> tgt(N);
+  for (auto& t : tgt) t = int(rng() % V);
+  std::vector<double> loss(N), grad(long(N) * V), scale(N), xs(long(N) * C);
+  std::vector<double> l(V);
+  for (int r = 0; r < N; r++) {
+    double se = 0;
+    for (int j = 0; j < V; j++) {
+      double acc = 0;
+      for (int c = 0; c < C; c++) acc += double(x[long(r) * C + c]) * w[long(j) * C + c];
+      l[j] = sizeof(T) == 4 ? acc : host_bf16_round(float(acc));
+      se += std::exp(cap * std::tanh(l[j] / cap) - cap);
+    }
+    loss[r] = cap + std::log(se) - cap * std::tanh(l[tgt[r]] / cap);
+    for (int j = 0; j < V; j++) {
+      const double th = std::tanh(l[j] / cap);
+      grad[long(r) * V + j] = dscale * (std::exp(cap * th - cap) / se - (j == tgt[r])) * (1 - th * th);
+    }
+    scale[r] = dscale / se;
+    for (int c = 0; c < C; c++) xs[long(r) * C + c] = scale[r] * x[long(r) * C + c];
+  }
+  Blas blas(nullptr);
+  Dev<T> dx(x), dw(w), logits(long(N) * V), x_scaled(long(N) * C);
+  Dev<float> losses(N), eval_losses(N), row_scale(N), partials(lm_head_ce_partials_size(N, V)), target_z(N);
+  int* dt = nullptr;
+  cudaCheck(cudaMalloc(&dt, N * sizeof(int)));
+  cudaCheck(cudaMemcpy(dt, tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice));
+  const LmHeadCEBuffers<T> buf{logits.p, x_scaled.p, row_scale.p, partials.p, target_z.p};
+  const bool fused = sizeof(T) == 2 && lm_head_ce_fused_fits(N, C, V, {logits.p, x_scaled.p, dx.p, dw.p});
+  const std::string what = std::string("lm_head CE ") + (sizeof(T) == 4 ? "fp32" : "bf16") + " " +
+                           std::to_string(N) + " rows" + (fused ? " (fused)" : "");
+  const LmHeadGrad<T> eval = lm_head_softcap_ce<T>(blas, buf, eval_losses.p, dx.p, dw.p, dt, N, C, V, cap, 0.f);
+  const LmHeadGrad<T> g = lm_head_softcap_ce<T>(blas, buf, losses.p, dx.p, dw.p, dt, N, C, V, cap, dscale);
+  cudaCheck(cudaDeviceSynchronize());
+  expect_close((what + ": losses").c_str(), losses.get(), loss, sizeof(T) == 4 ? 1e-5 : 1e-3);
+  const std::vector<float> loss_got = losses.get();
+  expect_close((what + ": evaluation losses, to the bit").c_str(), eval_losses.get(),
+               std::vector<double>(loss_got.begin(), loss_got.end()), 0.0);
+  expect_close((what + ": evaluation returns no gradient").c_str(), {float(eval.dlogits != nullptr)}, {0.0}, 0.0);
+  std::vector<float> got(long(N) * V), rs(N, 1.f), got_xs(long(N) * C);
+  {
+    std::vector<T> h(got.size());
+    cudaCheck(cudaMemcpy(h.data(), g.dlogits, sizeof(T) * h.size(), cudaMemcpyDeviceToHost));
+    if (g.row_scale) cudaCheck(cudaMemcpy(rs.data(), g.row_scale, sizeof(float) * N, cudaMemcpyDeviceToHost));
+    for (long i = 0; i < long(got.size()); i++) got[i] = rs[i / V] * float(h[i]);
+    std::vector<T> hx(got_xs.size());
+    cudaCheck(cudaMemcpy(hx.data(), g.x_scaled, sizeof(T) * hx.size(), cudaMemcpyDeviceToHost));
+    for (long i = 0; i < long(hx.size()); i++) got_xs[i] = float(hx[i]);
+  }
+  expect_close((what + ": d loss / d logits").c_str(), got, grad, tol);
+  if (fused) {  // row factors: dscale / se; x_scaled: x times them
+    expect_close((what + ": row factors").c_str(), rs, scale, 1e-3);
+    expect_close((what + ": x scaled by row").c_str(), got_xs, xs, 1e-2);
+  } else {  // no factors: x itself
+    expect_close((what + ": no row factors").c_str(), {float(g.row_scale != nullptr)}, {0.0}, 0.0);
+    expect_close((what + ": x unscaled").c_str(), got_xs, std::vector<double>(x.begin(), x.end()), 0.0);
+  }
   cudaFree(dt);
 }
 
@@ -675,6 +756,43 @@ void bench_cross_entropy() {
   cudaFree(dt);
 }
 
+// --bench (and --bench-lm-head, alone): lm_head and the cross-entropy at one micro-batch (262144 x 512 inputs, 8192 x 512
+// weights): cuBLAS then softcap_cross_entropy (in place) against lm_head_softcap_ce's fused
+// kernel (with the gradient, and the evaluation pass); median of 5 after 2 warm-ups. With
+// --bench-energy also the joules a call under sustained load, which is what a step at the
+// power cap pays.
+void bench_lm_head_ce(bool with_energy) {
+  const long N = 262144;
+  const int C = 512, V = 8192;
+  const EnergyMeter meter;
+  Dev<bf16> x(randn(N * C)), w(randn(long(V) * C, 0.05f)), logits(N * V), x_scaled(N * C);
+  std::vector<int> tgt(N);
+  for (auto& t : tgt) t = int(rng() % V);
+  int* dt = nullptr;
+  cudaCheck(cudaMalloc(&dt, N * sizeof(int)));
+  cudaCheck(cudaMemcpy(dt, tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice));
+  Dev<float> losses(N), row_scale(N), partials(lm_head_ce_partials_size(N, V)), target_z(N);
+  Blas blas(nullptr);
+  const LmHeadCEBuffers<bf16> buf{logits.p, x_scaled.p, row_scale.p, partials.p, target_z.p};
+  auto unfused = [&] {
+    linear_forward<bf16, bf16>(blas, logits.p, x.p, w.p, int(N), C, V);
+    softcap_cross_entropy<bf16>(logits.p, losses.p, logits.p, dt, int(N), V, 15.f, 1.f / N, nullptr);
+  };
+  auto fused = [&] { lm_head_softcap_ce<bf16>(blas, buf, losses.p, x.p, w.p, dt, int(N), C, V, 15.f, 1.f / N); };
+  auto fused_eval = [&] { lm_head_softcap_ce<bf16>(blas, buf, losses.p, x.p, w.p, dt, int(N), C, V, 15.f, 0.f); };
+  const std::pair<const char*, std::function<void()>> paths[] = {
+      {"cuBLAS + cross-entropy", unfused}, {"fused, gradient", fused}, {"fused, evaluation", fused_eval}};
+  for (const auto& [name, f] : paths) std::printf("bench lm_head + CE 262144 x 8192, %-22s %.3f ms\n", name, median_gpu_ms(f));
+  if (with_energy && !meter.ok()) std::printf("energy not measured: %s\n", meter.why());
+  if (with_energy && meter.ok())
+    for (const auto& [name, f] : paths) {
+      char label[80];
+      std::snprintf(label, sizeof label, "energy lm_head + CE, %s", name);
+      print_sustained(label, sustained_cost(meter, f));
+    }
+  cudaFree(dt);
+}
+
 // The energy meter's arithmetic, on a fake counter that gains 250 mJ a read: over the measured
 // part it is read twice, so 0.25 J for all calls, and each call must have run once.
 int expect_sustained_cost_arithmetic() {
@@ -739,6 +857,10 @@ int expect_refusals() {
   bf16* aligned = reinterpret_cast<bf16*>(uintptr_t(256));
   bf16* misaligned = reinterpret_cast<bf16*>(uintptr_t(264));
   expect_fits("fused relu², the trainer's shape", relu2_product_fits(262144, 2048, 512, {aligned, nullptr}), true);
+  expect_fits("lm_head CE, the trainer's shape", lm_head_ce_fused_fits(262144, 512, 8192, {aligned}), true);
+  expect_fits("lm_head CE, rows not a multiple of 256", lm_head_ce_fused_fits(320, 512, 8192, {aligned}), false);
+  expect_fits("lm_head CE, vocabulary not a multiple of 128", lm_head_ce_fused_fits(512, 512, 8000, {aligned}), false);
+  expect_fits("lm_head CE, a pointer not 16-byte aligned", lm_head_ce_fused_fits(512, 512, 8192, {misaligned}), false);
   expect_fits("fused relu², rows not a multiple of 256", relu2_product_fits(300, 2048, 512, {aligned}), false);
   expect_fits("fused relu², width not a multiple of 128", relu2_product_fits(512, 200, 512, {aligned}), false);
   expect_fits("fused relu², summed not a multiple of 64", relu2_product_fits(512, 2048, 96, {aligned}), false);
@@ -780,8 +902,13 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: kernel tests skipped\n");
     return 77;
   }
+  if (argc > 1 && std::string(argv[1]) == "--bench-lm-head") {  // that benchmark alone, with its joules
+    bench_lm_head_ce(true);
+    return 0;
+  }
   if (argc > 1 && (std::string(argv[1]) == "--bench" || std::string(argv[1]) == "--bench-energy")) {
     bench_cross_entropy();
+    bench_lm_head_ce(std::string(argv[1]) == "--bench-energy");
     bench_attention(std::string(argv[1]) == "--bench-energy");
     return 0;
   }
@@ -811,6 +938,9 @@ int main(int argc, char** argv) {
   test_rope_qknorm<bf16>(1e-2, true);
   test_cross_entropy<float>(1e-5);
   test_cross_entropy<bf16>(1e-2);
+  test_lm_head_ce<float>(256, 1e-4);
+  test_lm_head_ce<bf16>(512, 2e-2);
+  test_lm_head_ce<bf16>(320, 2e-2);
   test_embedding_backward<float>();
   test_embedding_backward<bf16>();
   test_matmul_add<float>(1e-5);
