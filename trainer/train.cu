@@ -117,7 +117,6 @@ struct GPT {
   void* attn_scratch;  // attention_backward's, sized for the largest window
   LmHeadCEBuffers<T> head;  // the logits, then their gradient; the cross-entropy's scratch
   LmHeadGrad<T> head_grad;  // what the last forward left for lm_head's backward
-  MlpBackwardScratch mlp_scratch;
   T *dX, *dx0, *dn, *datt, *dqkv, *dve, *dgate, *dh;
   int qkv_width() const { return c.n_head * c.head_dim + 2 * c.kv_dim(); }  // QKV: a row of qkv
 
@@ -166,7 +165,6 @@ struct GPT {
     for (int i = 0; i < c.depth; i++) scratch_bytes = std::max(scratch_bytes, attention_scratch_bytes<T>(attn_shape(i)));
     attn_scratch = arena.alloc<unsigned char>(scratch_bytes);
     dh = A(N * F);
-    mlp_scratch = {Af(N * ((F + 127) / 128)), Af(N)};
     dX = A(N * C), dx0 = A(N * C), dn = A(N * C), datt = A(N * HD), dqkv = A(N * qkv_width());
     dve = A(N * KV), dgate = A(N * c.n_kv_head);
     // rotary tables
@@ -278,9 +276,10 @@ struct GPT {
       Layer& l = L[i];
       // x_out = xa + relu²(n2 · W_fcᵀ) · W_projᵀ
       linear_backward_weight(blas, p.g(l.mlp_proj), dX, l.a, N, F, C);
-      // dh = d(a) * 2 sqrt(a), then dX = d xa (through c_fc and the RMSNorm before it)
-      mlp_backward_input(blas, dX, dh, dn, p.wt(l.mlp_proj), p.wt(l.c_fc), l.a, l.xa, l.rstd2, mlp_scratch, N, C, F);
+      linear_backward_input_relu2(blas, dh, dX, p.wt(l.mlp_proj), l.a, N, F, C);  // dh = d(a) * 2 sqrt(a)
       linear_backward_weight(blas, p.g(l.c_fc), dh, l.n2, N, C, F);
+      linear_backward_input(blas, dn, dh, p.wt(l.c_fc), N, C, F);
+      rmsnorm_backward(dX, dX, dn, l.xa, l.rstd2, N, C, st);  // dX = d xa
       // xa = xm + attention(q, k, v) · W_projᵀ
       linear_backward_weight(blas, p.g(l.c_proj), dX, l.att, N, HD, C);
       linear_backward_input(blas, datt, dX, p.wt(l.c_proj), N, HD, C);

@@ -1,7 +1,7 @@
-// Our own bf16 product kernel with a fused epilogue, and its launcher. Its four epilogues: the
-// MLP's two products next to relu² and c_fc's input product ending in the RMSNorm's backward
-// (mlp_product.cu), and the lm_head product with the soft-capped cross-entropy's exponentials
-// (lm_head_ce.cu). Included by those two files only; each compiles the epilogues it launches.
+// Our own bf16 product kernel with a fused epilogue, and its launcher: the MLP's two products
+// next to relu² (mlp_product.cu) and the lm_head product with the soft-capped cross-entropy's
+// exponentials (lm_head_ce.cu) are its three epilogues. Included by those two files only; each
+// compiles the epilogues it launches.
 //
 // A block (one a multiprocessor: 209 KB of shared memory) is two consumer warpgroups and one
 // producer warp, and walks the output tiles blockIdx.x, + gridDim.x, ... (a tile is 256 rows
@@ -12,9 +12,9 @@
 // of the tile (two 64-row halves, 128 fp32 accumulators a thread), both reading the same B
 // tile of a stage (85 FLOP a loaded byte, against 64 for 128-row tiles). In its epilogue a
 // warpgroup writes its rows in bf16 into its own (128, 128) staging tile in the sw128 layout,
-// which its leader stores by TMA (or adds, for the norm backward) while the next tile's products
-// run. The backward epilogues' tile of act (a, or xa) is loaded by TMA into the same staging
-// tile once the tile's products are done, and read back in place.
+// which its leader stores by TMA while the next tile's products run. The relu² backward's tile
+// of a is loaded by TMA into the same staging tile once the tile's products are done, and read
+// back in place.
 #pragma once
 
 #include <algorithm>
@@ -30,21 +30,16 @@ enum class Epilogue {
   Relu2Forward,   // out = relu(A · Bᵀ)²                          (B (N, K))
   Relu2Backward,  // out = (A · B) * 2 sqrt(act)                  (B (K, N), act (M, N))
   SoftcapCE,      // out = u = e (1 - th²), th = tanh(A · Bᵀ / cap), e = exp(cap th - cap)  (B (N, K))
-  NormBackward,   // out += s (A · B) - c act, s and c per row    (B (K, N), act (M, N); a TMA add)
 };
 
-// The epilogues' other operands (each takes its own; the rest are left null).
-struct EpilogueOperands {
-  // SoftcapCE: z = cap th is the soft-capped logit; cap bounds it, so exp(z - cap) needs no row
-  // maximum. Relu2Backward: partial_sums, where not null, gets the sums of out * sqrt(act).
-  const int* targets = nullptr;   // (M)
-  float* partial_sums = nullptr;  // (M, N / TILE_N): a sum over each tile's 128 columns a row
-  float* target_z = nullptr;      // (M): z at the target's column
-  float cap = 0.f;
-  int store_u = 1;                // 0: only the sums and target_z (evaluation); no output written
-  // NormBackward
-  const float* row_s = nullptr;  // (M)
-  const float* row_c = nullptr;  // (M)
+// The cross-entropy epilogue's operands (unused by the others). z = cap th is the soft-capped
+// logit; cap bounds it, so exp(z - cap) needs no row maximum.
+struct CeOperands {
+  const int* targets;   // (M)
+  float* partial_sums;  // (M, N / TILE_N): the sum of e over each tile's 128 columns
+  float* target_z;      // (M): z at the target's column
+  float cap;
+  int store_u;          // 0: only the sums and target_z (evaluation); the output is not written
 };
 
 // Tiles: (TILE_M, TILE_N) of the output a block at a time, TILE_K of the summed dimension a stage.
@@ -72,10 +67,8 @@ template <Epilogue E>
 __global__ void __launch_bounds__(THREADS, 1)
     product_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                    const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_act,
-                   int M, int N, int K, EpilogueOperands ops) {
-  // B is (K, N), loaded and read MN-major; act is loaded into the staging tile after the products
-  constexpr bool b_mn_major = E == Epilogue::Relu2Backward || E == Epilogue::NormBackward;
-  constexpr bool loads_act = b_mn_major;
+                   int M, int N, int K, CeOperands ce) {
+  constexpr bool b_mn_major = E == Epilogue::Relu2Backward;  // B is (K, N): loaded and read MN-major
   extern __shared__ unsigned char smem_raw[];
   unsigned char* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // stage s: A, then B
   unsigned char* staging = ring + STAGES * STAGE_BYTES;
@@ -123,17 +116,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int m0 = (tile / tiles_n) * TILE_M + 128 * wg, n0 = (tile % tiles_n) * TILE_N;
     // The cross-entropy's target columns of this thread's four rows, relative to its column
     // pair of the first 8-column block; loaded before the products, which hide the latency.
-    // The norm backward's per-row s and c, the same way.
     int tcol[2][2];
-    float row_s[2][2], row_c[2][2];
+    if constexpr (E == Epilogue::SoftcapCE) {
 #pragma unroll
-    for (int half = 0; half < 2; half++)
+      for (int half = 0; half < 2; half++)
 #pragma unroll
-      for (int r = 0; r < 2; r++) {
-        const int row = m0 + 64 * half + 16 * warp + g + 8 * r;
-        if constexpr (E == Epilogue::SoftcapCE) tcol[half][r] = ops.targets[row] - n0 - 2 * t;
-        if constexpr (E == Epilogue::NormBackward) row_s[half][r] = ops.row_s[row], row_c[half][r] = ops.row_c[row];
-      }
+        for (int r = 0; r < 2; r++) tcol[half][r] = ce.targets[m0 + 64 * half + 16 * warp + g + 8 * r] - n0 - 2 * t;
+    }
     float acc[2][16][4] = {};
     for (int kt = 0; kt < steps; kt++, it++) {
       const int s = it % STAGES;
@@ -158,11 +147,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     wgmma_fence_regs(acc[1]);
 
     // epilogue: relu² forward stages relu(h)²; its backward reads a in place and stages dh; the
-    // cross-entropy sums e per row and stages u (when it stores); the norm backward reads act in
-    // place and stages what it adds
-    const bool stores = E != Epilogue::SoftcapCE || ops.store_u;
-    const bool sums = E == Epilogue::SoftcapCE || (E == Epilogue::Relu2Backward && ops.partial_sums);
-    if constexpr (loads_act) {  // act's tile into the staging tile once the last stores have read it
+    // cross-entropy sums e per row and stages u (when it stores)
+    const bool stores = E != Epilogue::SoftcapCE || ce.store_u;
+    if constexpr (E == Epilogue::Relu2Backward) {  // a's tile into the staging tile once the last stores have read it
       // (loading it when the tile starts was slower: the leader's wait stalls the products; PERF run 31)
       if (leader) {
         tma_store_wait_read();
@@ -181,7 +168,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
       for (int r = 0; r < 2; r++) {
         const int row = 64 * half + 16 * warp + g + 8 * r;
-        float row_sum = 0.f;  // partial_sums' sum over this thread's 32 columns
+        float row_sum = 0.f;  // the cross-entropy's sum of e over this thread's 32 columns
 #pragma unroll
         for (int n = 0; n < 16; n++) {
           __nv_bfloat162* at = reinterpret_cast<__nv_bfloat162*>(out_tile + staged(row, 8 * n + 2 * t));
@@ -193,41 +180,29 @@ __global__ void __launch_bounds__(THREADS, 1)
             *at = __floats2bfloat162_rn(a0 * a0, a1 * a1);
           } else if constexpr (E == Epilogue::Relu2Backward) {
             const float2 av = __bfloat1622float2(*at);
-            const float r0 = relu_from_square(av.x), r1 = relu_from_square(av.y);
-            const float d0 = v.x * 2.f * r0, d1 = v.y * 2.f * r1;
-            *at = __floats2bfloat162_rn(d0, d1);
-            row_sum += d0 * r0 + d1 * r1;  // used only where partial_sums is given
-          } else if constexpr (E == Epilogue::NormBackward) {
-            const float2 xv = __bfloat1622float2(*at);
-            const float s = row_s[half][r], c = row_c[half][r];
-            *at = __floats2bfloat162_rn(s * v.x - c * xv.x, s * v.y - c * xv.y);
+            *at = __floats2bfloat162_rn(v.x * 2.f * relu_from_square(av.x), v.y * 2.f * relu_from_square(av.y));
           } else {
-            const float inv_cap = 1.f / ops.cap, c2 = ops.cap * 1.4426950408889634f;  // e = 2^(c2 th - c2)
+            const float inv_cap = 1.f / ce.cap, c2 = ce.cap * 1.4426950408889634f;  // e = 2^(c2 th - c2)
             const float th0 = tanh_approx(v.x * inv_cap), th1 = tanh_approx(v.y * inv_cap);
             const float e0 = exp2f(fmaf(c2, th0, -c2)), e1 = exp2f(fmaf(c2, th1, -c2));
             row_sum += e0 + e1;
-            if (tcol[half][r] == 8 * n) ops.target_z[m0 + row] = ops.cap * th0;
-            if (tcol[half][r] == 8 * n + 1) ops.target_z[m0 + row] = ops.cap * th1;
+            if (tcol[half][r] == 8 * n) ce.target_z[m0 + row] = ce.cap * th0;
+            if (tcol[half][r] == 8 * n + 1) ce.target_z[m0 + row] = ce.cap * th1;
             if (stores) *at = __floats2bfloat162_rn(e0 - e0 * th0 * th0, e1 - e1 * th1 * th1);
           }
         }
-        if (sums) {  // the four threads of a row, then one store
+        if constexpr (E == Epilogue::SoftcapCE) {  // the four threads of a row, then one store
           row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
           row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
-          if (t == 0) ops.partial_sums[long(m0 + row) * tiles_n + n0 / TILE_N] = row_sum;
+          if (t == 0) ce.partial_sums[long(m0 + row) * tiles_n + n0 / TILE_N] = row_sum;
         }
       }
     if (!stores) continue;
     fence_proxy_async();  // the staging writes, visible to TMA
     warpgroup_sync(wg);
     if (leader) {
-      if constexpr (E == Epilogue::NormBackward) {
-        tma_reduce_add(&map_out, n0, m0, out_tile);
-        tma_reduce_add(&map_out, n0 + 64, m0, out_tile + OUT_TILE_BYTES / 2);
-      } else {
-        tma_store(&map_out, n0, m0, out_tile);
-        tma_store(&map_out, n0 + 64, m0, out_tile + OUT_TILE_BYTES / 2);
-      }
+      tma_store(&map_out, n0, m0, out_tile);
+      tma_store(&map_out, n0 + 64, m0, out_tile + OUT_TILE_BYTES / 2);
       tma_store_commit();
     }
   }
@@ -241,11 +216,11 @@ inline bool product_kernel_fits(long rows, long width, long summed, std::initial
   return tma_aligned(ptrs);
 }
 
-/// out (M, N) from A (M, K) and B ((N, K), or (K, N) for the backward epilogues) through epilogue E;
-/// act (M, N) for the backward epilogues. The caller has checked product_kernel_fits.
+/// out (M, N) from A (M, K) and B ((N, K), or (K, N) for the relu² backward) through epilogue E;
+/// act (M, N) for the relu² backward. The caller has checked product_kernel_fits.
 template <Epilogue E>
-void launch_product(bf16* out, const bf16* act, const bf16* A, const bf16* B, int M, int N, int K,
-                    const EpilogueOperands& ops, cudaStream_t st) {
+void launch_product(bf16* out, const bf16* act, const bf16* A, const bf16* B, int M, int N, int K, CeOperands ce,
+                    cudaStream_t st) {
   static const int sms = [] {  // the grid: one block a multiprocessor
     cudaCheck(cudaFuncSetAttribute(product_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     cudaCheck(cudaFuncSetAttribute(product_kernel<E>, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -256,14 +231,13 @@ void launch_product(bf16* out, const bf16* act, const bf16* A, const bf16* B, in
     return count;
   }();
   const CUtensorMap map_a = tma_map_bf16(A, M, K, TILE_M);
-  constexpr bool b_mn_major = E == Epilogue::Relu2Backward || E == Epilogue::NormBackward;
-  const CUtensorMap map_b = b_mn_major ? tma_map_bf16(B, K, N, 64) : tma_map_bf16(B, N, K, 128);
+  const CUtensorMap map_b = E != Epilogue::Relu2Backward ? tma_map_bf16(B, N, K, 128) : tma_map_bf16(B, K, N, 64);
   // the cross-entropy's evaluation pass writes no output, and only the relu² backward reads act:
   // the maps they leave unused copy another
   const CUtensorMap map_out = out ? tma_map_bf16(out, M, N, 128) : map_a;
   const CUtensorMap map_act = act ? tma_map_bf16(act, M, N, 128) : map_out;
   const int tiles = (M / TILE_M) * (N / TILE_N);
-  product_kernel<E><<<std::min(tiles, sms), THREADS, SMEM, st>>>(map_a, map_b, map_out, map_act, M, N, K, ops);
+  product_kernel<E><<<std::min(tiles, sms), THREADS, SMEM, st>>>(map_a, map_b, map_out, map_act, M, N, K, ce);
   cudaLaunchCheck();
 }
 

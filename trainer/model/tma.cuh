@@ -81,14 +81,6 @@ __device__ __forceinline__ void tma_store(const CUtensorMap* map, int x, int y, 
                "r"(x), "r"(y), "r"(smem_addr(src))
                : "memory");
 }
-/// As tma_store, but adds the box into global memory (an element-wise add in the map's type, done
-/// in L2: each element read, added to and written back once).
-__device__ __forceinline__ void tma_reduce_add(const CUtensorMap* map, int x, int y, const void* src) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)),
-               "r"(x), "r"(y), "r"(smem_addr(src))
-               : "memory");
-}
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 /// This thread's stores have read their shared memory (it may be overwritten).
 __device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
