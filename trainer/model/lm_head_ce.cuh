@@ -13,6 +13,8 @@
 // cuBLAS and softcap_cross_entropy, whose dlogits need no factor.
 #pragma once
 
+#include <initializer_list>
+
 #include "model/matmul.cuh"
 
 /// What the backward of lm_head takes from lm_head_softcap_ce.
