@@ -34,7 +34,6 @@ constexpr int HD = 128;                  // head_dim of the flash kernels
 constexpr int TILE = 64;                 // rows per tile, both sides
 constexpr int TILE_ELEMS = TILE * HD;    // bf16 of a (TILE, HD) tile: 16 KB
 constexpr int THREADS = 128;             // one warpgroup a block
-constexpr float LOG2E = 1.4426950408889634f;
 
 __device__ __forceinline__ uint32_t pack2(bf16 lo, bf16 hi) {
   return uint32_t(__bfloat16_as_ushort(lo)) | (uint32_t(__bfloat16_as_ushort(hi)) << 16);

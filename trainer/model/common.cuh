@@ -96,6 +96,16 @@ __device__ __forceinline__ void store4(float* p, const float* f) {
 
 inline int ceil_div(long a, long b) { return int((a + b - 1) / b); }
 
+constexpr float LOG2E = 1.4426950408889634f;  // exp(x) = exp2(x * LOG2E)
+
+/// tanh(x) by the hardware (tanh.approx, one MUFU op, relative error about 2^-11: under the bf16
+/// rounding of the logits it soft-caps).
+__device__ __forceinline__ float tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /// relu(h) from the saved a = relu(h)² (a >= 0), for relu²'s backward: one MUFU op
 /// (sqrt.approx, relative error about 2^-23, far under a's bf16 rounding). sqrtf's IEEE-rounded
 /// sequence made the fused backward product 1.9 times slower (docs/PERF.md, run 37).

@@ -4,6 +4,7 @@
 // grid-stride loop, so every length handed to them is a multiple of 8.
 #include "model/layers.cuh"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -435,13 +436,8 @@ __global__ void relu2_backward_kernel(T* dh, const T* a, long n) {
 // the hardware tanh (tanh.approx, relative error ~2^-11, below the bf16 rounding of the
 // logits themselves); fp32 rows (the --check model) the exact tanhf.
 constexpr int CE_THREADS = 1024, CE_PER = 8;  // V <= CE_PER * CE_THREADS = 8192
-__device__ __forceinline__ float fast_tanh(float x) {
-  float y;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 template <typename T>
-__device__ __forceinline__ float softcap_tanh(float x) { return std::is_same_v<T, float> ? tanhf(x) : fast_tanh(x); }
+__device__ __forceinline__ float softcap_tanh(float x) { return std::is_same_v<T, float> ? tanhf(x) : tanh_approx(x); }
 
 // Block-wide sum over CE_THREADS; every thread gets the result.
 __device__ __forceinline__ float ce_block_sum(float v, float* red) {
@@ -476,12 +472,13 @@ __global__ void __launch_bounds__(CE_THREADS) softcap_ce_kernel(T* dlogits, floa
   if (mine) {
 #pragma unroll
     for (int k = 0; k < CE_PER; k++) {
-      e[k] = exp2f((z[k] - mx) * 1.4426950408889634f);
+      e[k] = exp2f((z[k] - mx) * LOG2E);
       se += e[k];
     }
   }
   se = ce_block_sum(se, red);
   const int tgt = targets[r];
+  if (threadIdx.x == 0 && (tgt < 0 || tgt >= V)) losses[r] = NAN;  // no thread holds it
   const bool has_target = mine && tgt >= i0 && tgt < i0 + CE_PER;
   if (has_target) {
     float zt = 0.f;

@@ -101,7 +101,8 @@ template <typename T>
 void relu2_backward(T* dh, const T* a, long n, cudaStream_t st);
 
 /// Per row of V logits (T, as the bf16 lm_head product leaves them; V % 8 == 0, V <= 8192):
-/// z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target].
+/// z = cap * tanh(l / cap); losses[n] = logsumexp(z) - z[target] (NaN for a target outside
+/// [0, V)).
 /// With dlogits: dlogits = dscale * (softmax(z) - onehot) * (1 - (z/cap)²); dlogits may be
 /// logits (in place).
 template <typename T>

@@ -2,8 +2,7 @@
 // epilogue, then one warp a row to finish), and the cuBLAS + softcap_cross_entropy path.
 #include "model/lm_head_ce.cuh"
 
-#include <stdexcept>
-#include <string>
+#include <cmath>
 #include <type_traits>
 
 #include "model/layers.cuh"
@@ -15,7 +14,8 @@ constexpr int FINISH_BLOCK = 256;  // 8 rows a block
 
 // One warp a row, after the product: se from the row's partial sums (in a fixed order), the
 // loss; with u: the row factor dscale / se, u' at the target (u there still holds e (1 - th²),
-// recomputed here from z in fp32), and x_scaled = x * dscale / se.
+// recomputed here from z in fp32), and x_scaled = x * dscale / se. A target outside [0, V)
+// gets a NaN loss (the training loop stops on it) and a zero factor, and u is not written.
 __global__ void __launch_bounds__(FINISH_BLOCK)
     ce_finish_kernel(float* losses, bf16* u, float* row_scale, bf16* x_scaled, const bf16* x,
                      const float* partial_sums, const float* target_z, const int* targets, int N, int C, int V,
@@ -23,16 +23,18 @@ __global__ void __launch_bounds__(FINISH_BLOCK)
   const long r = (long(blockIdx.x) * FINISH_BLOCK + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (r >= N) return;
+  const int tgt = targets[r];
+  const bool valid = tgt >= 0 && tgt < V;
   float se = 0.f;
   for (int p = lane; p < parts; p += 32) se += partial_sums[r * parts + p];
   se = warp_sum(se);
-  const float zt = target_z[r];
-  if (lane == 0) losses[r] = cap + logf(se) - zt;
+  const float zt = target_z[r];  // (not written by the product for an invalid target)
+  if (lane == 0) losses[r] = valid ? cap + logf(se) - zt : NAN;
   if (!u) return;
-  const float scale = dscale / se;
+  const float scale = valid ? dscale / se : 0.f;
   if (lane == 0) {
-    const float th = zt / cap, et = exp2f((zt - cap) * 1.4426950408889634f);
-    u[r * V + targets[r]] = __float2bfloat16((et - se) * (1.f - th * th));
+    const float th = zt / cap, et = exp2f((zt - cap) * LOG2E);
+    if (valid) u[r * V + tgt] = __float2bfloat16((et - se) * (1.f - th * th));
     row_scale[r] = scale;
   }
   float f[8];
@@ -49,7 +51,7 @@ __global__ void __launch_bounds__(FINISH_BLOCK)
 long lm_head_ce_partials_size(long N, long V) { return N * ((V + TILE_N - 1) / TILE_N); }
 
 bool lm_head_ce_fused_fits(long N, int C, int V, std::initializer_list<const void*> ptrs) {
-  return C % 8 == 0 && product_kernel_fits(N, V, C, ptrs);
+  return product_kernel_fits(N, V, C, ptrs);
 }
 
 template <typename T>

@@ -38,12 +38,13 @@ struct LmHeadCEBuffers {
 long lm_head_ce_partials_size(long N, long V);
 
 /// Whether the bf16 kernel takes lm_head (x (N, C), W (V, C)): N % 256 == 0, V % 128 == 0,
-/// C % 64 == 0, C % 8 == 0, 16-byte aligned pointers.
+/// C % 64 == 0, 16-byte aligned pointers.
 bool lm_head_ce_fused_fits(long N, int C, int V, std::initializer_list<const void*> ptrs);
 
 /// logits = x · Wᵀ (x (N, C), W (V, C)), then losses (N) of the soft-capped cross-entropy at
 /// `targets` (N). With dscale > 0 also the gradient of dscale * sum(losses), in the form above;
-/// with dscale == 0 (evaluation) the returned dlogits is nullptr.
+/// with dscale == 0 (evaluation) the returned dlogits is nullptr. A target outside [0, V) gets a
+/// NaN loss (and no gradient on the fused path).
 template <typename T>
 LmHeadGrad<T> lm_head_softcap_ce(const Blas& b, const LmHeadCEBuffers<T>& buf, float* losses, const T* x, const T* w,
                                  const int* targets, int N, int C, int V, float cap, float dscale);

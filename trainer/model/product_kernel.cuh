@@ -57,12 +57,6 @@ __device__ __forceinline__ int staged(int r, int c) { return sw128_offset<128>(r
 // Barrier of the 128 threads of consumer warpgroup wg (barrier 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory"); }
 
-__device__ __forceinline__ float tanh_approx(float x) {
-  float y;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 template <Epilogue E>
 __global__ void __launch_bounds__(THREADS, 1)
     product_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -182,7 +176,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             const float2 av = __bfloat1622float2(*at);
             *at = __floats2bfloat162_rn(v.x * 2.f * relu_from_square(av.x), v.y * 2.f * relu_from_square(av.y));
           } else {
-            const float inv_cap = 1.f / ce.cap, c2 = ce.cap * 1.4426950408889634f;  // e = 2^(c2 th - c2)
+            const float inv_cap = 1.f / ce.cap, c2 = ce.cap * LOG2E;  // e = 2^(c2 th - c2)
             const float th0 = tanh_approx(v.x * inv_cap), th1 = tanh_approx(v.y * inv_cap);
             const float e0 = exp2f(fmaf(c2, th0, -c2)), e1 = exp2f(fmaf(c2, th1, -c2));
             row_sum += e0 + e1;

@@ -465,7 +465,9 @@ void test_cross_entropy(double tol) {
 // precision: the losses, the gradient d loss / d logits as the backward sees it (row_scale
 // times dlogits), x_scaled, and the evaluation pass (no gradient) to the bit. bf16 at rows %
 // 256 == 0 takes the fused kernel, bf16 at 320 rows and fp32 cuBLAS + softcap_cross_entropy.
-// The logits are rounded to bf16 as the product leaves them (to T for fp32).
+// The logits are rounded to bf16 as the product leaves them (to T for fp32). The last row's
+// target is V, out of range: its loss must be NaN (and, fused, its factor and x_scaled 0), the
+// other rows as if it were not there.
 template <typename T>
 void test_lm_head_ce(int N, double tol) {
   const int C = 128, V = 1024;
@@ -473,9 +475,11 @@ void test_lm_head_ce(int N, double tol) {
   auto x = randn(long(N) * C), w = randn(long(V) * C, 0.5f);
   std::vector<int> tgt(N);
   for (auto& t : tgt) t = int(rng() % V);
-  std::vector<double> loss(N), grad(long(N) * V), scale(N), xs(long(N) * C);
+  const int K = N - 1;  // rows with a valid target
+  tgt[K] = V;
+  std::vector<double> loss(K), grad(long(K) * V), scale(K), xs(long(K) * C);
   std::vector<double> l(V);
-  for (int r = 0; r < N; r++) {
+  for (int r = 0; r < K; r++) {
     double se = 0;
     for (int j = 0; j < V; j++) {
       double acc = 0;
@@ -504,10 +508,15 @@ void test_lm_head_ce(int N, double tol) {
   const LmHeadGrad<T> eval = lm_head_softcap_ce<T>(blas, buf, eval_losses.p, dx.p, dw.p, dt, N, C, V, cap, 0.f);
   const LmHeadGrad<T> g = lm_head_softcap_ce<T>(blas, buf, losses.p, dx.p, dw.p, dt, N, C, V, cap, dscale);
   cudaCheck(cudaDeviceSynchronize());
-  expect_close((what + ": losses").c_str(), losses.get(), loss, sizeof(T) == 4 ? 1e-5 : 1e-3);
-  const std::vector<float> loss_got = losses.get();
-  expect_close((what + ": evaluation losses, to the bit").c_str(), eval_losses.get(),
-               std::vector<double>(loss_got.begin(), loss_got.end()), 0.0);
+  auto first_rows = [&](const std::vector<float>& v, long width) {  // the rows with a valid target
+    return std::vector<float>(v.begin(), v.begin() + K * width);
+  };
+  const std::vector<float> loss_got = losses.get(), eval_got = eval_losses.get();
+  expect_close((what + ": losses").c_str(), first_rows(loss_got, 1), loss, sizeof(T) == 4 ? 1e-5 : 1e-3);
+  expect_close((what + ": evaluation losses, to the bit").c_str(), first_rows(eval_got, 1),
+               std::vector<double>(loss_got.begin(), loss_got.begin() + K), 0.0);
+  expect_close((what + ": target out of range, loss NaN (both passes)").c_str(),
+               {float(std::isnan(loss_got[K]) && std::isnan(eval_got[K]))}, {1.0}, 0.0);
   expect_close((what + ": evaluation returns no gradient").c_str(), {float(eval.dlogits != nullptr)}, {0.0}, 0.0);
   std::vector<float> got(long(N) * V), rs(N, 1.f), got_xs(long(N) * C);
   {
@@ -519,10 +528,13 @@ void test_lm_head_ce(int N, double tol) {
     cudaCheck(cudaMemcpy(hx.data(), g.x_scaled, sizeof(T) * hx.size(), cudaMemcpyDeviceToHost));
     for (long i = 0; i < long(hx.size()); i++) got_xs[i] = float(hx[i]);
   }
-  expect_close((what + ": d loss / d logits").c_str(), got, grad, tol);
-  if (fused) {  // row factors: dscale / se; x_scaled: x times them
-    expect_close((what + ": row factors").c_str(), rs, scale, 1e-3);
-    expect_close((what + ": x scaled by row").c_str(), got_xs, xs, 1e-2);
+  expect_close((what + ": d loss / d logits").c_str(), first_rows(got, V), grad, tol);
+  if (fused) {  // row factors: dscale / se; x_scaled: x times them; 0 for the bad target's row
+    expect_close((what + ": row factors").c_str(), first_rows(rs, 1), scale, 1e-3);
+    expect_close((what + ": x scaled by row").c_str(), first_rows(got_xs, C), xs, 1e-2);
+    const std::vector<float> bad_row(got_xs.begin() + long(K) * C, got_xs.end());
+    expect_close((what + ": target out of range, factor 0").c_str(), {rs[K]}, {0.0}, 0.0);
+    expect_close((what + ": target out of range, x_scaled row 0").c_str(), bad_row, std::vector<double>(C, 0.0), 0.0);
   } else {  // no factors: x itself
     expect_close((what + ": no row factors").c_str(), {float(g.row_scale != nullptr)}, {0.0}, 0.0);
     expect_close((what + ": x unscaled").c_str(), got_xs, std::vector<double>(x.begin(), x.end()), 0.0);
