@@ -95,6 +95,12 @@ __device__ __forceinline__ bool all_visible(int q0, int nq, int k0, int nk, int 
   return k0 + nk - 1 <= q0 && q0 + nq - 1 - k0 <= window;
 }
 
+// The forward's running row maxima move (and o and l are rescaled) only when a tile's maximum
+// exceeds them by more than this, in log2 units: a tile's probabilities are then at most 2^8,
+// far inside fp32 and bf16, and most tiles skip the rescale's 128 multiplies a lane (3.5 % of
+// the forward's energy; docs/PERF.md, run 54).
+constexpr float RESCALE_SLACK = 8.f;
+
 // Sets the scores of invisible pairs to -inf in a warp's 16 x 64 accumulator tile: the pair of
 // sc[n][2 r + c] has distance i - j = dist[r] + STEP * (8 n + c) (STEP -1 where the columns
 // are keys, +1 where they are queries); visible means 0 <= i - j <= window.
@@ -204,31 +210,43 @@ __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
       const int dist[2] = {row[0] - k0 - 2 * t, row[1] - k0 - 2 * t};
       mask_scores<-1>(sc, dist, s.window);
     }
-    float mx[2] = {-INFINITY, -INFINITY};
+    float mx[2] = {-INFINITY, -INFINITY};  // the tile's row maxima of the raw scores (sl2 > 0 keeps their order)
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        sc[n][e] *= sl2;
-        mx[e / 2] = fmaxf(mx[e / 2], sc[n][e]);
-      }
+      for (int e = 0; e < 4; e++) mx[e / 2] = fmaxf(mx[e / 2], sc[n][e]);
+    bool grows = false;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      float m_new = fmaxf(m[r], mx[r]);
-      float m_use = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
-      float corr = exp2f(m[r] - m_use);
-      m[r] = m_new;
-      l[r] *= corr;
+      mx[r] *= sl2;
+      grows |= mx[r] > m[r] + RESCALE_SLACK;
+    }
+    // The running maxima move, and o and l are rescaled (128 multiplies a lane), only when some
+    // row of the warp has grown past its maximum by RESCALE_SLACK; otherwise this tile's
+    // probabilities are 2^(s - m) with the old m, at most 2^RESCALE_SLACK.
+    if (__any_sync(0xffffffffu, grows)) {
 #pragma unroll
-      for (int n = 0; n < HD / 8; n++) {
-        acc_o[n][2 * r] *= corr;
-        acc_o[n][2 * r + 1] *= corr;
+      for (int r = 0; r < 2; r++) {
+        const float m_new = fmaxf(m[r], mx[r]);
+        const float corr = exp2_approx(m[r] - (m_new == -INFINITY ? 0.f : m_new));
+        m[r] = m_new;
+        l[r] *= corr;
+#pragma unroll
+        for (int n = 0; n < HD / 8; n++) {
+          acc_o[n][2 * r] *= corr;
+          acc_o[n][2 * r + 1] *= corr;
+        }
       }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const float m_use = m[r] == -INFINITY ? 0.f : m[r];  // a row with nothing visible yet
 #pragma unroll
       for (int n = 0; n < TILE / 8; n++) {
-        float p0 = exp2f(sc[n][2 * r] - m_use), p1 = exp2f(sc[n][2 * r + 1] - m_use);
+        const float p0 = exp2_approx(fmaf(sc[n][2 * r], sl2, -m_use));
+        const float p1 = exp2_approx(fmaf(sc[n][2 * r + 1], sl2, -m_use));
         sc[n][2 * r] = p0;
         sc[n][2 * r + 1] = p1;
         l[r] += p0 + p1;
@@ -440,7 +458,7 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         int qi = n * 8 + 2 * t + (e & 1);
-        float p = exp2f(sc[n][e] * sl2 - sL[qi] * LOG2E);  // 0 where masked
+        float p = exp2_approx(fmaf(sc[n][e], sl2, -sL[qi] * LOG2E));  // 0 where masked
         sc[n][e] = p;                                      // Pᵀ
         dp[n][e] = p * (dp[n][e] - sD[qi]);                // dSᵀ
       }

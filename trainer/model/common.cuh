@@ -106,6 +106,15 @@ __device__ __forceinline__ float tanh_approx(float x) {
   return y;
 }
 
+/// 2^x by the hardware (ex2.approx.ftz: one MUFU op). exp2f compiles to the same op wrapped in a
+/// range test and two multiplies that keep results under 2^-126 as denormals; a softmax or a
+/// cross-entropy sum has no use for them, so here they are 0.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /// relu(h) from the saved a = relu(h)² (a >= 0), for relu²'s backward: one MUFU op
 /// (sqrt.approx, relative error about 2^-23, far under a's bf16 rounding). sqrtf's IEEE-rounded
 /// sequence made the fused backward product 1.9 times slower (docs/PERF.md, run 37).

@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           } else {
             const float inv_cap = 1.f / ce.cap, c2 = ce.cap * LOG2E;  // e = 2^(c2 th - c2)
             const float th0 = tanh_approx(v.x * inv_cap), th1 = tanh_approx(v.y * inv_cap);
-            const float e0 = exp2f(fmaf(c2, th0, -c2)), e1 = exp2f(fmaf(c2, th1, -c2));
+            const float e0 = exp2_approx(fmaf(c2, th0, -c2)), e1 = exp2_approx(fmaf(c2, th1, -c2));
             row_sum += e0 + e1;
             if (tcol[half][r] == 8 * n) ce.target_z[m0 + row] = ce.cap * th0;
             if (tcol[half][r] == 8 * n + 1) ce.target_z[m0 + row] = ce.cap * th1;
