@@ -5,9 +5,8 @@
 // (a block is one warpgroup; the dq kernel's blocks are two, which share each K
 // tile); tiles of the other operand stream through shared memory 64
 // rows at a time in the sw128 layout, double-buffered: tile n + 1 is fetched while
-// tile n is computed (by cp.async in the forward; in the backward by TMA, issued by one
-// thread, which saved 6 % of the dk/dv kernel's energy and 3 % of the dq kernel's:
-// docs/PERF.md, runs 35-36). Only tiles with some visible pair are visited (with 64-row
+// tile n is computed, by TMA issued by one thread (in place of cp.async by all, that saved
+// 6 % of the dk/dv kernel's energy and 3 % of the dq kernel's: docs/PERF.md, runs 35-36). Only tiles with some visible pair are visited (with 64-row
 // tiles on both sides, that is exactly the band of DsBand below).
 // Probabilities and dS leave the accumulators as A operands in registers.
 //   forward:   per query tile (latest first: they see the most keys), online
@@ -23,7 +22,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/async_copy.cuh"
 #include "model/layers.cuh"
 #include "model/tma.cuh"
 #include "model/wgmma.cuh"
@@ -56,12 +54,6 @@ __device__ __forceinline__ void acc_to_a(uint32_t* a, const float* c0, const flo
   a[1] = pack2f(c0[2], c0[3]);
   a[2] = pack2f(c1[0], c1[1]);
   a[3] = pack2f(c1[2], c1[3]);
-}
-
-// A (TILE, COLS) tile into the sw128 tile s (async_copy.cuh), shared by NTHREADS threads.
-template <int COLS, int NTHREADS = THREADS>
-__device__ __forceinline__ void load_tile_async(bf16* s, const bf16* src, long stride, int tid = threadIdx.x) {
-  load_tile_sw128_async<TILE, COLS, NTHREADS>(s, src, stride, tid);
 }
 
 // Dynamic shared memory rounded up to the 1024-byte alignment of sw128 tiles (launches ask
@@ -161,29 +153,41 @@ __device__ __forceinline__ void store_grad_row(bf16* out, const float (&acc)[HD 
 
 // grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile (read once into registers, so
 // that the score products read only K from shared memory), then 2 stages of {K, V} tiles, all
-// sw128 (TILE, HD). Two blocks share a multiprocessor and fill each other's softmax
-// gaps; overlapping the softmax of tile n + 1 with P_n · V inside the block was slower (255
-// registers; docs/PERF.md, run 16).
+// sw128 (TILE, HD), then a `full` mbarrier a stage. Thread 0 loads every tile by TMA: Q with the
+// first stage, and each next {K, V} into the other stage once the block is done with it (the
+// maps: (B * T, heads * HD) column slices in (TILE, 64) boxes). Two blocks share a
+// multiprocessor and fill each other's softmax gaps; overlapping the softmax of tile n + 1 with
+// P_n · V inside the block was slower (255 registers; docs/PERF.md, run 16).
 __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
-    bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v, AttnShape s, float scale) {
+    bf16* o, float* lse, const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
+    const __grid_constant__ CUtensorMap map_v, AttnShape s, float scale) {
   extern __shared__ unsigned char smem_raw[];
   bf16* sQ = aligned_smem(smem_raw);
   bf16* sKV = sQ + TILE_ELEMS;  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
+  uint64_t* full = reinterpret_cast<uint64_t*>(sKV + 4 * TILE_ELEMS);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
   const int q0 = (gridDim.x - 1 - blockIdx.x) * TILE;  // latest query tiles first: the most work
-  const long qstride = s.q_ld(), kstride = s.kv_ld(), ostride = long(s.H) * HD;
-  const bf16* kh = k + long(b) * s.T * kstride + hk * HD;  // key 0 of this (batch, kv head)
-  const bf16* vh = v + long(b) * s.T * kstride + hk * HD;
-  auto load_kv = [&](int kt, int st) {  // key tile kt into stage st: one cp.async group
-    load_tile_async<HD>(sKV + 2 * st * TILE_ELEMS, kh + long(kt) * TILE * kstride, kstride);
-    load_tile_async<HD>(sKV + (2 * st + 1) * TILE_ELEMS, vh + long(kt) * TILE * kstride, kstride);
-    cp_async_commit();
+  const long ostride = long(s.H) * HD;
+  auto load_kv = [&](int kt, int st) {  // key tile kt into stage st (thread 0)
+    for (int half = 0; half < 2; half++) {
+      const int x = hk * HD + 64 * half, y = b * s.T + kt * TILE;
+      tma_load(sKV + 2 * st * TILE_ELEMS + half * TILE * 64, &map_k, x, y, &full[st]);
+      tma_load(sKV + (2 * st + 1) * TILE_ELEMS + half * TILE * 64, &map_v, x, y, &full[st]);
+    }
   };
   // key tiles seen by some row: from row q0's window start to the diagonal
   const int kt_begin = max(0, q0 - s.window) / TILE, kt_end = q0 / TILE;
-  load_tile_async<HD>(sQ, q + (long(b) * s.T + q0) * qstride + h * HD, qstride);
-  load_kv(kt_begin, 0);  // the same group as Q
+  constexpr int KV_BYTES = 2 * TILE_ELEMS * sizeof(bf16);
+  if (threadIdx.x == 0) {
+    mbar_init(&full[0], 1);
+    mbar_init(&full[1], 1);
+    mbar_init_fence();
+    mbar_expect_tx(&full[0], KV_BYTES + TILE_ELEMS * sizeof(bf16));  // Q with the first stage
+    for (int half = 0; half < 2; half++)
+      tma_load(sQ + half * TILE * 64, &map_q, h * HD + 64 * half, b * s.T + q0, &full[0]);
+    load_kv(kt_begin, 0);
+  }
 
   const float sl2 = scale * LOG2E;
   float acc_o[HD / 8][4] = {};
@@ -192,8 +196,12 @@ __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
   uint32_t qa[HD / 16][4];  // Q as A fragments, in registers for the whole loop
   for (int kt = kt_begin; kt <= kt_end; kt++) {
     const int st = (kt - kt_begin) & 1, k0 = kt * TILE;
-    tiles_ready();  // tile kt is in stage st; nobody reads stage st ^ 1 any more
-    if (kt < kt_end) load_kv(kt + 1, st ^ 1);
+    __syncthreads();  // nobody reads stage st ^ 1 any more (and the barriers are initialized)
+    if (threadIdx.x == 0 && kt < kt_end) {
+      mbar_expect_tx(&full[st ^ 1], KV_BYTES);
+      load_kv(kt + 1, st ^ 1);
+    }
+    mbar_wait(&full[st], ((kt - kt_begin) / 2) & 1);  // tile kt is in stage st
     if (kt == kt_begin)
 #pragma unroll
       for (int kk = 0; kk < HD / 16; kk++) sw128_load_a<TILE>(qa[kk], sQ, kk);
@@ -640,7 +648,7 @@ bool configure_flash_kernel(Kernel kernel, int smem_bytes) {
   return true;
 }
 // Dynamic shared memory of the kernels (their layouts are at their tops).
-constexpr int FORWARD_SMEM = 5 * TILE_ELEMS * sizeof(bf16) + SMEM_SLACK;
+constexpr int FORWARD_SMEM = 5 * TILE_ELEMS * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 constexpr int DKDV_SMEM = 6 * TILE_ELEMS * sizeof(bf16) + 4 * TILE * sizeof(float) + TILE * TILE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 constexpr int DQ_SMEM = 2 * DQ_STAGE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 
@@ -689,10 +697,13 @@ template <>
 void attention_forward<bf16>(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
                              AttnShape s, cudaStream_t stream) {
   s = flash_shape(s);
+  if (!tma_aligned({q, k, v}))
+    throw std::invalid_argument("attention_forward: q, k and v must start 16-byte aligned");
   static const bool configured = configure_flash_kernel(flash_forward_kernel, FORWARD_SMEM);
   (void)configured;
+  const QkvMaps maps(q, k, v, s);
   flash_forward_kernel<<<dim3(s.T / TILE, s.B * s.H), THREADS, FORWARD_SMEM, stream>>>(
-      o, lse, q, k, v, s, 1.0f / sqrtf(float(HD)));
+      o, lse, maps.q, maps.k, maps.v, s, 1.0f / sqrtf(float(HD)));
   cudaLaunchCheck();
 }
 

@@ -882,12 +882,14 @@ int expect_refusals() {
                  [&] { linear_relu2_forward_fused(p, p, p, 300, 512, 2048, nullptr); });
   expect_refused("fused relu² backward, width not a multiple of 128",
                  [&] { linear_backward_input_relu2_fused(p, p, p, p, 512, 200, 512, nullptr); });
-  // the attention backward's TMA copies: aligned pointers, band tiles addressed by int rows
+  // the attention kernels' TMA copies: aligned pointers, band tiles addressed by int rows
   const AttnShape small{1, 128, 2, 2, 128, 128}, huge{1 << 20, 2048, 4, 4, 128, 2048};
   float* lse_misaligned = reinterpret_cast<float*>(uintptr_t(260));
   expect_refused("attention backward, lse not 16-byte aligned", [&] {
     attention_backward<bf16>(p, p, p, aligned, p, p, lse_misaligned, p, p, p, small, nullptr);
   });
+  expect_refused("attention forward, k not 16-byte aligned",
+                 [&] { attention_forward<bf16>(aligned, f, aligned, misaligned, aligned, small, nullptr); });
   const RopeQkNorm no_tables{nullptr, nullptr};
   expect_refused("attention backward, rope without its tables", [&] {
     attention_backward<bf16>(p, p, p, aligned, p, p, f, p, p, p, small, nullptr, &no_tables);
