@@ -5,9 +5,10 @@
 // (a block is one warpgroup; the dq kernel's blocks are two, which share each K
 // tile); tiles of the other operand stream through shared memory 64
 // rows at a time in the sw128 layout, double-buffered: tile n + 1 is fetched while
-// tile n is computed, by TMA issued by one thread (in place of cp.async by all, that saved
-// 6 % of the dk/dv kernel's energy and 3 % of the dq kernel's: docs/PERF.md, runs 35-36). Only tiles with some visible pair are visited (with 64-row
-// tiles on both sides, that is exactly the band of DsBand below).
+// tile n is computed, by TMA issued by one thread (in place of cp.async by all threads, that
+// saved 6 % of the dk/dv kernel's energy, 3 % of the dq kernel's and 5-9 % of the forward's:
+// docs/PERF.md, runs 35, 36 and 55). Only tiles with some visible pair are visited (with
+// 64-row tiles on both sides, that is exactly the band of DsBand below).
 // Probabilities and dS leave the accumulators as A operands in registers.
 //   forward:   per query tile (latest first: they see the most keys), online
 //              softmax over key tiles, writes o and lse.
