@@ -680,10 +680,11 @@ void test_relu2_products() {
   }
 }
 
-// --bench: times the flash kernels at the training shape (one micro-batch of 128 x 2048,
-// 4 heads of 128), for a short and a long window, with q, k, v packed and as the column
-// blocks of one buffer (the trainer's layout); median of 5 after 2 warm-ups. --bench-energy: then,
-// at the trainer's layout, the time and joules a call under sustained load (tests/gpu_energy.h).
+// --bench (and --bench-attention, alone, with its joules): times the flash kernels at the
+// training shape (one micro-batch of 128 x 2048, 4 heads of 128), for a short and a long window,
+// with q, k, v packed and as the column blocks of one buffer (the trainer's layout); median of 5
+// after 2 warm-ups. --bench-energy: then, at the trainer's layout, the time and joules a call
+// under sustained load (tests/gpu_energy.h).
 // The sustained loops come after all timings: they leave the board hot and at its power limit,
 // which would slow the short timings after them.
 void bench_attention(bool with_energy) {
@@ -920,6 +921,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::string(argv[1]) == "--bench-lm-head") {  // that benchmark alone, with its joules
     bench_lm_head_ce(true);
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--bench-attention") {  // that benchmark alone, with its joules
+    bench_attention(true);
     return 0;
   }
   if (argc > 1 && (std::string(argv[1]) == "--bench" || std::string(argv[1]) == "--bench-energy")) {
