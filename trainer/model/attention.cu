@@ -152,19 +152,20 @@ __device__ __forceinline__ void store_grad_row(bf16* out, const float (&acc)[HD 
   for (int n = 0; n < HD / 8; n++) *reinterpret_cast<uint32_t*>(out + n * 8 + 2 * t) = pack2f(gr[n][0], gr[n][1]);
 }
 
-// grid (T / TILE, B * H); block THREADS. Shared memory: the Q tile (read once into registers, so
-// that the score products read only K from shared memory), then 2 stages of {K, V} tiles, all
-// sw128 (TILE, HD), then a `full` mbarrier a stage. Thread 0 loads every tile by TMA: Q with the
-// first stage, and each next {K, V} into the other stage once the block is done with it (the
-// maps: (B * T, heads * HD) column slices in (TILE, 64) boxes). Two blocks share a
-// multiprocessor and fill each other's softmax gaps; overlapping the softmax of tile n + 1 with
-// P_n · V inside the block was slower (255 registers; docs/PERF.md, run 16).
-__global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
+// grid (T / TILE, B * H); block THREADS. Shared memory: 2 stages of {K, V} tiles, sw128
+// (TILE, HD), then a `full` mbarrier a stage. Thread 0 loads every tile by TMA: the Q tile with
+// the first stage, into stage 1's K slot (Q is read once into registers, so that the score
+// products read only K from shared memory; stage 1 is refilled after that), and each next {K, V}
+// into the other stage once the block is done with it (the maps: (B * T, heads * HD) column
+// slices in (TILE, 64) boxes). Without a tile of its own for Q a block takes 65 KB, so three
+// blocks share a multiprocessor and fill each other's softmax gaps; overlapping the softmax of
+// tile n + 1 with P_n · V inside the block was slower (255 registers; docs/PERF.md, run 16).
+__global__ void __launch_bounds__(THREADS, 3) flash_forward_kernel(
     bf16* o, float* lse, const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
     const __grid_constant__ CUtensorMap map_v, AttnShape s, float scale) {
   extern __shared__ unsigned char smem_raw[];
-  bf16* sQ = aligned_smem(smem_raw);
-  bf16* sKV = sQ + TILE_ELEMS;  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
+  bf16* sKV = aligned_smem(smem_raw);  // stage st: K at sKV + 2 * st * TILE_ELEMS, V right after
+  bf16* sQ = sKV + 2 * TILE_ELEMS;      // until it is in registers: stage 1's K slot
   uint64_t* full = reinterpret_cast<uint64_t*>(sKV + 4 * TILE_ELEMS);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
@@ -189,23 +190,24 @@ __global__ void __launch_bounds__(THREADS, 2) flash_forward_kernel(
       tma_load(sQ + half * TILE * 64, &map_q, h * HD + 64 * half, b * s.T + q0, &full[0]);
     load_kv(kt_begin, 0);
   }
+  __syncthreads();  // the barriers are initialized
+  mbar_wait(&full[0], 0);  // Q came with the first stage
+  uint32_t qa[HD / 16][4];  // Q as A fragments, in registers for the whole loop
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; kk++) sw128_load_a<TILE>(qa[kk], sQ, kk);
 
   const float sl2 = scale * LOG2E;
   float acc_o[HD / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   const int row[2] = {q0 + 16 * warp + g, q0 + 16 * warp + g + 8};
-  uint32_t qa[HD / 16][4];  // Q as A fragments, in registers for the whole loop
   for (int kt = kt_begin; kt <= kt_end; kt++) {
     const int st = (kt - kt_begin) & 1, k0 = kt * TILE;
-    __syncthreads();  // nobody reads stage st ^ 1 any more (and the barriers are initialized)
+    __syncthreads();  // nobody reads stage st ^ 1 any more (nor Q in it, the first time)
     if (threadIdx.x == 0 && kt < kt_end) {
       mbar_expect_tx(&full[st ^ 1], KV_BYTES);
       load_kv(kt + 1, st ^ 1);
     }
     mbar_wait(&full[st], ((kt - kt_begin) / 2) & 1);  // tile kt is in stage st
-    if (kt == kt_begin)
-#pragma unroll
-      for (int kk = 0; kk < HD / 16; kk++) sw128_load_a<TILE>(qa[kk], sQ, kk);
     const bf16* sK = sKV + 2 * st * TILE_ELEMS;
     const bf16* sV = sK + TILE_ELEMS;
     float sc[TILE / 8][4];  // S = Q · Kᵀ, (queries, keys)
@@ -649,7 +651,7 @@ bool configure_flash_kernel(Kernel kernel, int smem_bytes) {
   return true;
 }
 // Dynamic shared memory of the kernels (their layouts are at their tops).
-constexpr int FORWARD_SMEM = 5 * TILE_ELEMS * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
+constexpr int FORWARD_SMEM = 4 * TILE_ELEMS * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 constexpr int DKDV_SMEM = 6 * TILE_ELEMS * sizeof(bf16) + 4 * TILE * sizeof(float) + TILE * TILE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 constexpr int DQ_SMEM = 2 * DQ_STAGE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 
