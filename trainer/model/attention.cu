@@ -652,6 +652,9 @@ bool configure_flash_kernel(Kernel kernel, int smem_bytes) {
 }
 // Dynamic shared memory of the kernels (their layouts are at their tops).
 constexpr int FORWARD_SMEM = 4 * TILE_ELEMS * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
+// The forward's three blocks a multiprocessor (its layout's reason): sm_90's 228 KB, less the
+// 1 KB the hardware reserves a block.
+static_assert(3 * (FORWARD_SMEM + 1024) <= 228 * 1024, "three forward blocks no longer fit a multiprocessor");
 constexpr int DKDV_SMEM = 6 * TILE_ELEMS * sizeof(bf16) + 4 * TILE * sizeof(float) + TILE * TILE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 constexpr int DQ_SMEM = 2 * DQ_STAGE * sizeof(bf16) + 2 * 8 + SMEM_SLACK;
 
