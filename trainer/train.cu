@@ -21,6 +21,7 @@
 #include "model/mlp_product.cuh"
 #include "model/optim.cuh"
 #include "model/params.cuh"
+#include "model/qkv_product.cuh"
 #include "model/twin_dump.cuh"
 #include "model/gradcheck.cuh"
 
@@ -236,14 +237,18 @@ struct GPT {
       Layer& l = L[i];
       T* x_out = i + 1 < c.depth ? L[i + 1].x : xlast;
       residual_mix_rmsnorm_forward(l.xm, l.n1, l.rstd1, l.x, x0, p.w(resid) + i, p.w(x0l) + i, N, C, NORM_EPS, st);
-      // qkv = n1 · [W_q; W_k; W_v]ᵀ, then rope + QK-norm over the q and k heads in place
-      if (l.fused_qkv) linear_forward(blas, l.qkv, l.n1, p.wt(l.c_q), N, C, QKV);
-      else
+      // qkv = n1 · [W_q; W_k; W_v]ᵀ, then rope + QK-norm over the q and k heads in place (one
+      // product with them in its epilogue where the three matrices lie together)
+      if (l.fused_qkv) {
+        linear_rope_qknorm_forward(blas, l.qkv, l.qkrstd, l.n1, p.wt(l.c_q), cos_sin, N, C, QKV, c.seq_len,
+                                   c.n_head + c.n_kv_head, c.head_dim, NORM_EPS);
+      } else {
         for (int part = 0; part < 3; part++)
           matmul<T, T>(blas, l.qkv + qkv_col(part), QKV, l.n1, C, false, p.wt(qkv_param(l, part)), C, true,
                        N, qkv_rows(part), C);
-      rope_qknorm_forward(l.qkv, l.qkrstd, l.qkv, cos_sin, N, c.seq_len, c.n_head + c.n_kv_head, c.head_dim,
-                          QKV, NORM_EPS, st);
+        rope_qknorm_forward(l.qkv, l.qkrstd, l.qkv, cos_sin, N, c.seq_len, c.n_head + c.n_kv_head, c.head_dim,
+                            QKV, NORM_EPS, st);
+      }
       T* v = l.qkv + qkv_col(2);
       if (l.ve >= 0) {  // gate logits (N, Hkv) = x[:, :32] · W_gateᵀ
         matmul<T, T>(blas, l.gate, c.n_kv_head, l.n1, C, false, p.wt(l.ve_gate), VE_GATE_CHANNELS,

@@ -62,7 +62,8 @@ LmHeadGrad<T> lm_head_softcap_ce(const Blas& b, const LmHeadCEBuffers<T>& buf, f
     if (lm_head_ce_fused_fits(N, C, V, {buf.logits, buf.x_scaled, x, w})) {
       bf16* u = grad ? buf.logits : nullptr;
       launch_product<Epilogue::SoftcapCE>(u, nullptr, x, w, N, V, C,
-                                          CeOperands{targets, buf.partial_sums, buf.target_z, cap, grad}, b.stream);
+                                          CeOperands{targets, buf.partial_sums, buf.target_z, cap, grad}, RopeOperands{},
+                                          b.stream);
       ce_finish_kernel<<<ceil_div(long(N) * 32, FINISH_BLOCK), FINISH_BLOCK, 0, b.stream>>>(
           losses, u, buf.row_scale, buf.x_scaled, x, buf.partial_sums, buf.target_z, targets, N, C, V, V / TILE_N,
           cap, dscale);

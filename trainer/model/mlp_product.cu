@@ -18,7 +18,7 @@ void relu2_product(const char* who, bf16* out, const bf16* act, const bf16* A, c
                                 " wide, " + std::to_string(K) + " summed) or alignment does not fit the kernel's " +
                                 std::to_string(TILE_M) + " x " + std::to_string(TILE_N) + " x " +
                                 std::to_string(TILE_K) + " tiles");
-  launch_product<E>(out, act, A, B, M, N, K, CeOperands{}, st);
+  launch_product<E>(out, act, A, B, M, N, K, CeOperands{}, RopeOperands{}, st);
 }
 
 }  // namespace

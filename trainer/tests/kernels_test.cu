@@ -3,8 +3,9 @@
 // backward, windows that cut through tiles, q/k/v as slices of one buffer),
 // RMSNorm, the residual mix with its RMSNorm, rotary + QK-norm (also strided, in place), the
 // soft-capped cross-entropy (alone, and with lm_head in one step), the segmented embedding gradient (a token
-// frequent enough to span many segments), the residual product matmul_add and the fused relu²
-// products; first, without a GPU, that the launchers refuse shapes their kernels cannot take.
+// frequent enough to span many segments), the residual product matmul_add, the fused relu²
+// products and the q, k, v product with rope + QK-norm in its epilogue; first, without a GPU,
+// that the launchers refuse shapes their kernels cannot take.
 // The rest needs a GPU:
 // exits 77 (skipped) without one. Tolerances: fp32 kernels 1e-4 relative (L2), bf16 kernels
 // 2e-2 / 3e-2; the bf16 cross-entropy losses 1e-3 (hardware tanh).
@@ -15,6 +16,7 @@
 #include <functional>
 #include <random>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "model/attention.cuh"
@@ -24,6 +26,7 @@
 #include "model/matmul.cuh"
 #include "model/mlp_product.cuh"
 #include "model/params.cuh"
+#include "model/qkv_product.cuh"
 #include "tests/gpu_energy.h"
 #include "tests/gpu_timer.h"
 
@@ -808,6 +811,42 @@ void bench_lm_head_ce(bool with_energy) {
   cudaFree(dt);
 }
 
+// --bench-qkv: the q, k, v product of one micro-batch (262144 x 512 -> 1536, 8 heads of 128
+// roped of 12) three ways: cuBLAS alone, cuBLAS then rope_qknorm_forward in place (the
+// two-kernel path), and the fused kernel; median of 5 after 2 warm-ups, then the time and
+// joules a call of each under sustained load. The outputs of the last two must agree (1e-3).
+int bench_qkv_product() {
+  const int N = 262144, C = 512, W = 1536, roped = 8, seq_len = 2048;
+  const EnergyMeter meter;
+  Dev<bf16> x(randn(long(N) * C)), w(randn(long(W) * C, 0.05f)), qkv(long(N) * W), qkv2(long(N) * W);
+  Dev<float> rstd(long(N) * roped), cs(rope_tables(seq_len, 128));
+  Blas blas(nullptr);
+  auto product = [&] { linear_forward<bf16, bf16>(blas, qkv2.p, x.p, w.p, N, C, W); };
+  auto two_kernels = [&] {
+    product();
+    rope_qknorm_forward<bf16>(qkv2.p, rstd.p, qkv2.p, cs.p, N, seq_len, roped, 128, W, 1e-6f, nullptr);
+  };
+  auto fused = [&] {
+    linear_rope_qknorm_forward_fused(qkv.p, rstd.p, x.p, w.p, cs.p, N, C, W, seq_len, roped, 1e-6f, nullptr);
+  };
+  const std::pair<const char*, std::function<void()>> paths[] = {
+      {"cuBLAS alone", product}, {"cuBLAS + rope", two_kernels}, {"fused", fused}};
+  for (const auto& [name, f] : paths)
+    std::printf("bench q,k,v product 262144 x 512 -> 1536, %-14s %.3f ms\n", name, median_gpu_ms(f));
+  two_kernels();
+  fused();
+  const auto a = qkv.get(), b = qkv2.get();
+  expect_close("bench q,k,v: fused vs cuBLAS + rope", a, std::vector<double>(b.begin(), b.end()), 1e-3);
+  if (!meter.ok()) std::printf("energy not measured: %s\n", meter.why());
+  if (meter.ok())
+    for (const auto& [name, f] : paths) {
+      char label[80];
+      std::snprintf(label, sizeof label, "energy q,k,v product, %-14s", name);
+      print_sustained(label, sustained_cost(meter, f));
+    }
+  return failures;
+}
+
 // The energy meter's arithmetic, on a fake counter that gains 250 mJ a read: over the measured
 // part it is read twice, so 0.25 J for all calls, and each call must have run once.
 int expect_sustained_cost_arithmetic() {
@@ -837,6 +876,88 @@ int expect_sustained_cost_arithmetic() {
 
 // Shapes the kernels cannot take are refused by their launchers, with an error naming the
 // launcher and the value, before anything runs on the GPU: this part needs none.
+// The q, k, v product with rope + QK-norm (qkv_product.cuh) in double: qkv = x · Wᵀ (x (rows,
+// in), W (width, in)), rounded to bf16 for the bf16 kernels, then rmsnorm(rope()) over each of the first roped_heads
+// 128-wide heads (eps 1e-6); rstd (rows, roped_heads).
+struct QkvRef {
+  std::vector<double> qkv, rstd;
+};
+QkvRef cpu_qkv_rope(const std::vector<float>& x, const std::vector<float>& w, int rows, int in, int width,
+                    int seq_len, int roped_heads, const std::vector<float>& cs, bool round_bf16) {
+  const int D = 128, half = D / 2;
+  QkvRef r{std::vector<double>(long(rows) * width), std::vector<double>(long(rows) * roped_heads)};
+  for (int i = 0; i < rows; i++) {
+    double* y = r.qkv.data() + long(i) * width;
+    for (int j = 0; j < width; j++) {
+      double acc = 0;
+      for (int k = 0; k < in; k++) acc += double(x[long(i) * in + k]) * w[long(j) * in + k];
+      y[j] = round_bf16 ? host_bf16_round(float(acc)) : acc;
+    }
+    const int pos = i % seq_len;
+    for (int h = 0; h < roped_heads; h++) {
+      double* head = y + h * D;
+      double ss = 0;
+      for (int f = 0; f < half; f++) {
+        const double c = cs[size_t(pos) * half + f], sn = cs[size_t(seq_len) * half + size_t(pos) * half + f];
+        const double a = head[f], b = head[f + half];
+        head[f] = a * c + b * sn, head[f + half] = -a * sn + b * c;
+        ss += head[f] * head[f] + head[f + half] * head[f + half];
+      }
+      const double rs = 1.0 / std::sqrt(ss / D + 1e-6);
+      for (int d = 0; d < D; d++) head[d] *= rs;
+      r.rstd[long(i) * roped_heads + h] = rs;
+    }
+  }
+  return r;
+}
+
+// The fused q, k, v product: against double precision at 768 rows of sequences of 128 (tiles
+// that span two sequences), three roped heads and one not; through the trainer's entry point
+// where the kernel does not fit (bf16 at 320 rows, not a multiple of the tile, and sequences of
+// 192, not of 128: cuBLAS + rope_qknorm_forward) and in fp32;
+// at the trainer's width (8 heads roped of 12, 512 summed, 8192 rows: blocks walk several
+// tiles) against the two-kernel path, which rounds the same way, tol 1e-3 (rstd 1e-5).
+void test_qkv_product() {
+  Blas blas(nullptr);
+  auto run = [&](int rows, int in, int width, int seq_len, int roped, const char* what, auto tag) {
+    using T = decltype(tag);
+    auto x = randn(long(rows) * in), w = randn(long(width) * in, 0.1f);
+    const auto cs = rope_tables(seq_len, 128);
+    const QkvRef ref = cpu_qkv_rope(x, w, rows, in, width, seq_len, roped, cs, sizeof(T) == 2);
+    Dev<T> dx(x), dw(w), qkv(long(rows) * width);
+    Dev<float> rstd(long(rows) * roped), dcs(cs);
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (std::string(what) == "fused")
+        linear_rope_qknorm_forward_fused(qkv.p, rstd.p, dx.p, dw.p, dcs.p, rows, in, width, seq_len, roped, 1e-6f,
+                                         nullptr);
+      else
+        linear_rope_qknorm_forward<T>(blas, qkv.p, rstd.p, dx.p, dw.p, dcs.p, rows, in, width, seq_len, roped, 128,
+                                      1e-6f);
+    } else {
+      linear_rope_qknorm_forward<T>(blas, qkv.p, rstd.p, dx.p, dw.p, dcs.p, rows, in, width, seq_len, roped, 128,
+                                    1e-6f);
+    }
+    const double tol = sizeof(T) == 4 ? 1e-4 : 1e-2;
+    const std::string name = std::string("q,k,v product + rope ") + (sizeof(T) == 4 ? "fp32 " : "bf16 ") + what;
+    expect_close((name + " out").c_str(), qkv.get(), ref.qkv, tol);
+    expect_close((name + " rstd").c_str(), rstd.get(), ref.rstd, sizeof(T) == 4 ? 1e-4 : 1e-3);
+  };
+  run(768, 192, 512, 128, 3, "fused", bf16{});
+  run(320, 64, 512, 128, 3, "(320 rows: fallback)", bf16{});
+  run(768, 64, 512, 192, 3, "(sequences of 192: fallback)", bf16{});
+  run(256, 64, 512, 64, 3, "", float{});
+  const int rows = 8192, in = 512, width = 1536, seq_len = 2048, roped = 8;
+  auto x = randn(long(rows) * in), w = randn(long(width) * in, 0.05f);
+  Dev<bf16> dx(x), dw(w), qkv(long(rows) * width), qkv2(long(rows) * width);
+  Dev<float> rstd(long(rows) * roped), rstd2(long(rows) * roped), dcs(rope_tables(seq_len, 128));
+  linear_rope_qknorm_forward_fused(qkv.p, rstd.p, dx.p, dw.p, dcs.p, rows, in, width, seq_len, roped, 1e-6f, nullptr);
+  linear_forward(blas, qkv2.p, dx.p, dw.p, rows, in, width);
+  rope_qknorm_forward<bf16>(qkv2.p, rstd2.p, qkv2.p, dcs.p, rows, seq_len, roped, 128, width, 1e-6f, nullptr);
+  auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  expect_close("q,k,v product + rope, fused vs cuBLAS + rope", qkv.get(), as_double(qkv2.get()), 1e-3);
+  expect_close("q,k,v product + rope rstd, fused vs cuBLAS", rstd.get(), as_double(rstd2.get()), 1e-5);
+}
+
 int expect_refusals() {
   int refused_wrongly = 0;
   auto expect_refused = [&](const char* what, auto&& launch) {
@@ -881,6 +1002,16 @@ int expect_refusals() {
   expect_fits("fused relu², summed not a multiple of 64", relu2_product_fits(512, 2048, 96, {aligned}), false);
   expect_fits("fused relu², a pointer not 16-byte aligned", relu2_product_fits(512, 2048, 512, {aligned, misaligned}),
               false);
+  expect_fits("fused q,k,v + rope, the trainer's shape",
+              rope_qknorm_product_fits(262144, 512, 1536, 128, 2048, {aligned}), true);
+  expect_fits("fused q,k,v + rope, heads of 64", rope_qknorm_product_fits(262144, 512, 1536, 64, 2048, {aligned}),
+              false);
+  expect_fits("fused q,k,v + rope, rows not a multiple of 256",
+              rope_qknorm_product_fits(320, 512, 1536, 128, 2048, {aligned}), false);
+  expect_fits("fused q,k,v + rope, sequences of 192", rope_qknorm_product_fits(768, 512, 1536, 128, 192, {aligned}),
+              false);
+  expect_refused("fused q,k,v + rope, more roped heads than columns",
+                 [&] { linear_rope_qknorm_forward_fused(p, f, p, p, f, 512, 512, 512, 128, 5, 1e-6f, nullptr); });
   expect_refused("fused relu² forward, rows not a multiple of its tile",
                  [&] { linear_relu2_forward_fused(p, p, p, 300, 512, 2048, nullptr); });
   expect_refused("fused relu² backward, width not a multiple of 128",
@@ -927,6 +1058,7 @@ int main(int argc, char** argv) {
     bench_attention(true);
     return 0;
   }
+  if (argc > 1 && std::string(argv[1]) == "--bench-qkv") return bench_qkv_product() ? 1 : 0;
   if (argc > 1 && (std::string(argv[1]) == "--bench" || std::string(argv[1]) == "--bench-energy")) {
     bench_cross_entropy();
     bench_lm_head_ce(std::string(argv[1]) == "--bench-energy");
@@ -970,6 +1102,7 @@ int main(int argc, char** argv) {
   test_matmul_add<float>(1e-5);
   test_matmul_add<bf16>(1e-2);
   test_relu2_products();
+  test_qkv_product();
   std::printf(failures ? "kernel tests: %d FAILED\n" : "kernel tests: all passed\n", failures);
   return failures ? 1 : 0;
 }
