@@ -22,8 +22,9 @@ void linear_rope_qknorm_forward_fused(bf16* qkv, float* rstd, const bf16* x, con
     throw std::invalid_argument("linear_rope_qknorm_forward: shape (" + std::to_string(rows) + " rows, " +
                                 std::to_string(width) + " wide, " + std::to_string(in) + " summed, " +
                                 std::to_string(roped_heads) + " roped heads, seq_len " + std::to_string(seq_len) +
-                                ") or alignment does not fit the kernel's " + std::to_string(TILE_M) + " x " +
-                                std::to_string(TILE_N) + " x " + std::to_string(TILE_K) + " tiles");
+                                ") or alignment does not fit the kernel: rows a multiple of " + std::to_string(TILE_M) +
+                                ", width of " + std::to_string(TILE_N) + ", summed of " + std::to_string(TILE_K) +
+                                ", seq_len of 128, at most width / 128 roped heads, 16-byte aligned pointers");
   launch_product<Epilogue::RopeQkNorm>(qkv, nullptr, x, w, rows, width, in, CeOperands{},
                                        RopeOperands{cos_sin, rstd, seq_len, roped_heads * TILE_N, eps}, st);
 }
