@@ -245,7 +245,8 @@ __global__ void __launch_bounds__(THREADS, 1)
           // relu2_backward / softcap_cross_entropy
           const float2 v = __bfloat1622float2(__floats2bfloat162_rn(acc[half][n][2 * r], acc[half][n][2 * r + 1]));
           if constexpr (E == Epilogue::RopeQkNorm) {
-            *at = __floats2bfloat162_rn(acc[half][n][2 * r], acc[half][n][2 * r + 1]);  // rope_qknorm_row rounded
+            // a q or k head's rope_qknorm_row output, or a v head's product, rounded once
+            *at = __floats2bfloat162_rn(acc[half][n][2 * r], acc[half][n][2 * r + 1]);
           } else if constexpr (E == Epilogue::Relu2Forward) {
             const float a0 = fmaxf(v.x, 0.f), a1 = fmaxf(v.y, 0.f);
             *at = __floats2bfloat162_rn(a0 * a0, a1 * a1);

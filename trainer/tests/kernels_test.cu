@@ -193,6 +193,22 @@ std::vector<float> rope_tables(int T, int D) {
   return cs;
 }
 
+// rope_qknorm_forward in double for one (row, head) of D at position pos, in place on y (the
+// head's D values); returns rstd.
+double cpu_rope_qknorm_forward(double* y, const std::vector<float>& cs, int T, int pos, int D, double eps) {
+  const int half = D / 2;
+  double ss = 0;
+  for (int f = 0; f < half; f++) {
+    const double c = cs[size_t(pos) * half + f], sn = cs[size_t(T) * half + size_t(pos) * half + f];
+    const double a = y[f], b = y[f + half];
+    y[f] = a * c + b * sn, y[f + half] = -a * sn + b * c;
+    ss += y[f] * y[f] + y[f + half] * y[f + half];
+  }
+  const double rs = 1.0 / std::sqrt(ss / D + eps);
+  for (int d = 0; d < D; d++) y[d] *= rs;
+  return rs;
+}
+
 // rope_qknorm_backward in double for one (row, head) of D: g the gradient of the normalized
 // output y (rstd rs) at position pos; returns the gradient of the input.
 template <typename Y>
@@ -373,23 +389,15 @@ void test_mix_rmsnorm(double tol) {
 // over the q and k heads of its qkv buffer (the rest of each row must stay untouched).
 template <typename T>
 void test_rope_qknorm(double tol, bool in_place = false) {
-  const int Tn = 64, heads = 3, D = 128, rows = 2 * Tn - 1, half = D / 2;  // an odd count of (row, head)
+  const int Tn = 64, heads = 3, D = 128, rows = 2 * Tn - 1;  // an odd count of (row, head)
   auto x = randn(long(rows) * heads * D, 2.f), dout = randn(long(rows) * heads * D);
   const std::vector<float> cs = rope_tables(Tn, D);
   std::vector<double> out(x.size()), din(x.size());
   const double eps = 0.0078125;
   for (long w = 0; w < long(rows) * heads; w++) {
-    int pos = int((w / heads) % Tn);
-    std::vector<double> y(D);
-    double ss = 0;
-    for (int f = 0; f < half; f++) {
-      double x1 = x[w * D + f], x2 = x[w * D + f + half], c = cs[pos * half + f], s = cs[Tn * half + pos * half + f];
-      y[f] = x1 * c + x2 * s;
-      y[f + half] = -x1 * s + x2 * c;
-    }
-    for (double e : y) ss += e * e;
-    const double rs = 1.0 / std::sqrt(ss / D + eps);
-    for (int d = 0; d < D; d++) out[w * D + d] = y[d] * rs;
+    const int pos = int((w / heads) % Tn);
+    std::copy(x.begin() + w * D, x.begin() + (w + 1) * D, out.begin() + w * D);
+    const double rs = cpu_rope_qknorm_forward(out.data() + w * D, cs, Tn, pos, D, eps);
     const std::vector<double> g(dout.begin() + w * D, dout.begin() + (w + 1) * D);
     const auto dw = cpu_rope_qknorm_backward(g.data(), out.data() + w * D, rs, cs, Tn, pos, D);
     std::copy(dw.begin(), dw.end(), din.begin() + w * D);
@@ -874,17 +882,15 @@ int expect_sustained_cost_arithmetic() {
   return (ok ? 0 : 1) + (none_ok ? 0 : 1);
 }
 
-// Shapes the kernels cannot take are refused by their launchers, with an error naming the
-// launcher and the value, before anything runs on the GPU: this part needs none.
 // The q, k, v product with rope + QK-norm (qkv_product.cuh) in double: qkv = x · Wᵀ (x (rows,
-// in), W (width, in)), rounded to bf16 for the bf16 kernels, then rmsnorm(rope()) over each of the first roped_heads
-// 128-wide heads (eps 1e-6); rstd (rows, roped_heads).
+// in), W (width, in)), rounded to bf16 for the bf16 kernels, then rmsnorm(rope()) over each of
+// the first roped_heads 128-wide heads (eps 1e-6); rstd (rows, roped_heads).
 struct QkvRef {
   std::vector<double> qkv, rstd;
 };
 QkvRef cpu_qkv_rope(const std::vector<float>& x, const std::vector<float>& w, int rows, int in, int width,
                     int seq_len, int roped_heads, const std::vector<float>& cs, bool round_bf16) {
-  const int D = 128, half = D / 2;
+  const int D = 128;
   QkvRef r{std::vector<double>(long(rows) * width), std::vector<double>(long(rows) * roped_heads)};
   for (int i = 0; i < rows; i++) {
     double* y = r.qkv.data() + long(i) * width;
@@ -893,20 +899,8 @@ QkvRef cpu_qkv_rope(const std::vector<float>& x, const std::vector<float>& w, in
       for (int k = 0; k < in; k++) acc += double(x[long(i) * in + k]) * w[long(j) * in + k];
       y[j] = round_bf16 ? host_bf16_round(float(acc)) : acc;
     }
-    const int pos = i % seq_len;
-    for (int h = 0; h < roped_heads; h++) {
-      double* head = y + h * D;
-      double ss = 0;
-      for (int f = 0; f < half; f++) {
-        const double c = cs[size_t(pos) * half + f], sn = cs[size_t(seq_len) * half + size_t(pos) * half + f];
-        const double a = head[f], b = head[f + half];
-        head[f] = a * c + b * sn, head[f + half] = -a * sn + b * c;
-        ss += head[f] * head[f] + head[f + half] * head[f + half];
-      }
-      const double rs = 1.0 / std::sqrt(ss / D + 1e-6);
-      for (int d = 0; d < D; d++) head[d] *= rs;
-      r.rstd[long(i) * roped_heads + h] = rs;
-    }
+    for (int h = 0; h < roped_heads; h++)
+      r.rstd[long(i) * roped_heads + h] = cpu_rope_qknorm_forward(y + h * D, cs, seq_len, i % seq_len, D, 1e-6);
   }
   return r;
 }
@@ -945,7 +939,7 @@ void test_qkv_product() {
   run(768, 192, 512, 128, 3, "fused", bf16{});
   run(320, 64, 512, 128, 3, "(320 rows: fallback)", bf16{});
   run(768, 64, 512, 192, 3, "(sequences of 192: fallback)", bf16{});
-  run(256, 64, 512, 64, 3, "", float{});
+  run(256, 64, 512, 64, 3, "(fallback)", float{});
   const int rows = 8192, in = 512, width = 1536, seq_len = 2048, roped = 8;
   auto x = randn(long(rows) * in), w = randn(long(width) * in, 0.05f);
   Dev<bf16> dx(x), dw(w), qkv(long(rows) * width), qkv2(long(rows) * width);
@@ -958,6 +952,8 @@ void test_qkv_product() {
   expect_close("q,k,v product + rope rstd, fused vs cuBLAS", rstd.get(), as_double(rstd2.get()), 1e-5);
 }
 
+// Shapes the kernels cannot take are refused by their launchers, with an error naming the
+// launcher and the value, before anything runs on the GPU: this part needs none.
 int expect_refusals() {
   int refused_wrongly = 0;
   auto expect_refused = [&](const char* what, auto&& launch) {
