@@ -495,6 +495,16 @@ int train(const harness::RunOptions& opt) {
   std::vector<double> losses, lrms;
   long step = 0;
   double tokens_counted = 0, smooth_loss = 0;
+  // A micro-batch is staged (its token index built on the host, then copied) on the stream after
+  // the kernels that read the previous one. The next step's first is staged before this step's
+  // closing wait, while the GPU still runs the step, so that the GPU does not sit idle while the
+  // host builds it. (One batch more than the run uses is staged at the end.)
+  auto stage_next = [&] {
+    const harness::Batch batch = loader.next();
+    stager.upload(batch.rows, st);
+    return batch.epoch;
+  };
+  int staged_epoch = stage_next();
   for (; !clock.done(step); step++) {
     auto t0 = std::chrono::steady_clock::now();
     const double progress = clock.progress(step), lrm = lr_multiplier(progress);
@@ -502,15 +512,14 @@ int train(const harness::RunOptions& opt) {
     cudaCheck(cudaMemsetAsync(d_loss, 0, sizeof(float), st));
     int epoch = 0;
     for (int micro = 0; micro < grad_accum; micro++) {
-      harness::Batch batch = loader.next();
-      epoch = batch.epoch;
-      stager.upload(batch.rows, st);
+      epoch = micro == 0 ? staged_epoch : stage_next();
       model.forward(stager.inputs, stager.targets, 1.0f / float(micro_tokens * grad_accum));
       sum_into(d_loss, model.losses, micro_tokens, st);
       model.backward(stager.inputs, stager.index);
     }
     optim.step(float(lrm), muon_momentum(step), muon_weight_decay(progress));  // also writes the bf16 shadows
     cudaCheck(cudaMemcpyAsync(h_loss, d_loss, sizeof(float), cudaMemcpyDeviceToHost, st));
+    staged_epoch = stage_next();
     cudaCheck(cudaStreamSynchronize(st));
     const double loss = *h_loss / double(micro_tokens * grad_accum);
     if (!std::isfinite(loss) || loss > 100) {
