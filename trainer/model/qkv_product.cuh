@@ -5,8 +5,9 @@
 // The bf16 kernel is our own (product_kernel.cuh, whose 128-column tile is one head); it rounds
 // the product to bf16 before rope, as cuBLAS + rope_qknorm_forward do, and takes a row's angles
 // as its first row's turned by table rows 8, 64 or 72 (within about 1e-7 of the table's).
-// kernels_test holds the two paths to each other and to double precision. linear_rope_qknorm_forward takes the fused
-// kernel where the shapes fit and the two-kernel path otherwise (fp32, other head sizes).
+// kernels_test holds the two paths to each other and to double precision.
+// linear_rope_qknorm_forward takes the fused kernel where the shapes fit and the two-kernel path
+// otherwise (fp32, other head sizes).
 #pragma once
 
 #include <initializer_list>
