@@ -34,15 +34,24 @@ __device__ __forceinline__ int sw128_offset(int r, int c) {
 __device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t lbo = 16) {
   return uint64_t((smem_addr(p) & 0x3FFFF) >> 4) | uint64_t(lbo >> 4) << 16 | uint64_t(1024 >> 4) << 32 | 1ull << 62;
 }
+/// The descriptor of the operand `bytes` (a multiple of 16) past desc's start. Only the low
+/// word changes: the start field (bits 0-13, 16-byte units) of an operand inside the 228 KB of
+/// shared memory cannot carry out. So the products of an unrolled loop over one tile share one
+/// descriptor computation and each add a constant: an add and two moves a product, where the
+/// whole computation took about six uniform instructions, a quarter of the attention forward's
+/// instructions (docs/PERF.md, runs 80-82).
+__device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t bytes) {
+  return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4));
+}
 /// K-major operand, 16 summed columns kk * 16 .. of an sw128 tile of ROWS rows.
 template <int ROWS>
 __device__ __forceinline__ uint64_t k_major_desc(const bf16* tile, int kk) {
-  return sw128_desc(reinterpret_cast<const char*>(tile) + (kk >> 2) * ROWS * 128 + (kk & 3) * 32);
+  return desc_plus(sw128_desc(tile), (kk >> 2) * ROWS * 128 + (kk & 3) * 32);
 }
 /// MN-major operand, 16 summed rows kk * 16 .. of an sw128 tile of ROWS rows of 128 columns.
 template <int ROWS>
 __device__ __forceinline__ uint64_t mn_major_desc(const bf16* tile, int kk) {
-  return sw128_desc(reinterpret_cast<const char*>(tile) + kk * 16 * 128, ROWS * 128);
+  return desc_plus(sw128_desc(tile, ROWS * 128), kk * 16 * 128);
 }
 
 // Ordering. fence_proxy_async: this thread's shared-memory writes (cp.async included) become
