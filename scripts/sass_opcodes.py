@@ -7,6 +7,7 @@ were shared-memory descriptor arithmetic).
   sass_opcodes.py cubin FILE [--kernel S] [--seq]   static counts a kernel of an sm_90 cubin
   sass_opcodes.py ncu CSV [--top N]                 executed counts from Nsight Compute's
                                                     `ncu -i R --page source --csv --print-source sass`
+                                                    (every kernel in the file summed: profile one)
 
 `cubin` needs no disassembler (this machine has none): the low 12 bits of an instruction's
 first 64-bit word name its opcode, and the table that maps them (scripts/sm90_opcodes.json,
@@ -54,8 +55,15 @@ def learn(listing_lines):
 
 def text_sections(elf):
     """[(kernel name, code bytes)] of an ELF64 file's .text.<kernel> sections."""
-    if elf[:4] != b"\x7fELF" or elf[4] != 2:
+    if elf[:4] != b"\x7fELF" or len(elf) < 64 or elf[4] != 2:
         raise ValueError("not an ELF64 file (build it with nvcc -cubin)")
+    try:
+        return _text_sections(elf)
+    except (struct.error, ValueError, UnicodeDecodeError):
+        raise ValueError("a truncated or malformed ELF64 file (its section table lies outside it)") from None
+
+
+def _text_sections(elf):
     shoff, = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
     headers = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
@@ -151,7 +159,7 @@ def main(argv):
         else:
             with open(a.csv, newline="") as f:
                 print_counts(executed_by_opcode(list(csv.reader(f))), a.top)
-    except (OSError, ValueError, struct.error) as e:
+    except (OSError, ValueError) as e:
         print(f"sass_opcodes: {e}", file=sys.stderr)
         return 1
     return 0

@@ -3,7 +3,8 @@
 listing (modifiers and predicates stripped; two opcodes on the same bits refused), static
 counts of each .text.<kernel> section of an ELF64 file built here (uniform instructions apart,
 TMA copies not among them; unknown bits shown as ?XXX; --kernel filters), executed counts from
-an ncu source-page CSV, and a one-line error, exit 1, for input of the wrong kind."""
+an ncu source-page CSV, and a one-line error, exit 1, for input of the wrong kind (not an ELF
+file, a truncated one, a listing without instructions, a CSV without the counts)."""
 import json
 import os
 import struct
@@ -105,6 +106,12 @@ class SassOpcodesTest(unittest.TestCase):
         r = run("cubin", write("not an elf", ".cubin"), "--table", self.table)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr.strip(), "sass_opcodes: not an ELF64 file (build it with nvcc -cubin)")
+        with open(cubin, "rb") as f:
+            head = f.read(200)  # the header, but not the section table it points to
+        r = run("cubin", write(head, ".cubin"), "--table", self.table)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.strip(),
+                         "sass_opcodes: a truncated or malformed ELF64 file (its section table lies outside it)")
 
     def test_ncu(self):
         csv_text = ('"Kernel Name","flash_forward_kernel",\n'
