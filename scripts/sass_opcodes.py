@@ -3,7 +3,8 @@
 issue slots on (docs/PERF.md, runs 79-82: a quarter of the attention forward's instructions
 were shared-memory descriptor arithmetic).
 
-  sass_opcodes.py learn LISTING [--table T]         opcode table from `cuobjdump -sass BIN`
+  sass_opcodes.py learn LISTING... [--table T]      opcode table from `cuobjdump -sass BIN` listings,
+                                                    merged into the table's opcodes
   sass_opcodes.py cubin FILE [--kernel S] [--seq]   static counts a kernel of an sm_90 cubin
   sass_opcodes.py ncu CSV [--top N]                 executed counts from Nsight Compute's
                                                     `ncu -i R --page source --csv --print-source sass`
@@ -40,9 +41,10 @@ def is_uniform(op):
     return op.startswith("U") and not op.startswith("UTMA")
 
 
-def learn(listing_lines):
-    """{low 12 bits: opcode} from a cuobjdump listing; raises ValueError on a clash."""
-    table = {}
+def learn(listing_lines, table=None):
+    """{low 12 bits: opcode} from a cuobjdump listing, added to table (a copy); raises ValueError
+    on a clash with the listing itself or with the table."""
+    table = dict(table or {})
     for line in listing_lines:
         m = LISTING_LINE.match(line)
         if not m:
@@ -115,11 +117,18 @@ def print_counts(counts, top):
         print(f"{op:14s} {n / 1e6:9.2f} M {100 * n / total:6.1f} %")
 
 
+def read_table(path):
+    """The opcode table of a JSON file written by learn (an empty file: none yet)."""
+    with open(path) as f:
+        text = f.read()
+    return {int(k, 16): v for k, v in json.loads(text).items()} if text.strip() else {}
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("learn")
-    p.add_argument("listing")
+    p.add_argument("listing", nargs="+")
     p.add_argument("--table", default=DEFAULT_TABLE)
     p = sub.add_parser("cubin")
     p.add_argument("file")
@@ -132,18 +141,20 @@ def main(argv):
     a = ap.parse_args(argv)
     try:
         if a.cmd == "learn":
-            with open(a.listing) as f:
-                table = learn(f)
-            if not table:
-                raise ValueError(f"{a.listing}: no SASS instruction lines (a `cuobjdump -sass` listing?)")
+            table = read_table(a.table) if os.path.exists(a.table) else {}
+            for listing in a.listing:
+                with open(listing) as f:
+                    lines = f.readlines()
+                if not any(LISTING_LINE.match(line) for line in lines):
+                    raise ValueError(f"{listing}: no SASS instruction lines (a `cuobjdump -sass` listing?)")
+                table = learn(lines, table)
             tmp = a.table + ".tmp"
             with open(tmp, "w") as f:
                 json.dump({f"{k:03x}": v for k, v in sorted(table.items())}, f, indent=0)
             os.replace(tmp, a.table)
             print(f"{len(table)} opcodes -> {a.table}")
         elif a.cmd == "cubin":
-            with open(a.table) as f:
-                table = {int(k, 16): v for k, v in json.load(f).items()}
+            table = read_table(a.table)
             with open(a.file, "rb") as f:
                 sections = text_sections(f.read())
             shown = [(n, code) for n, code in sections if a.kernel in n]

@@ -87,6 +87,21 @@ class SassOpcodesTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("no SASS instruction lines", r.stderr)
 
+    def test_learn_merges_into_the_table(self):
+        # a later listing adds its opcodes and keeps the table's; one that contradicts it is refused
+        more = "        /*0040*/                   UIADD3.64 UR4, UR4, 0x2, URZ ;     /* 0x0000000204047897 */\n"
+        r = run("learn", write(more, ".sass"), write(LISTING, ".sass"), "--table", self.table)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.table) as f:
+            self.assertEqual(json.load(f), {"220": "FMUL", "5b4": "UTMALDG", "890": "UIADD3", "897": "UIADD3",
+                                            "b82": "LDC"})
+        clash = "        /*0050*/                   FADD R1, R1, R1 ;          /* 0x0000000101017220 */\n"
+        r = run("learn", write(clash, ".sass"), "--table", self.table)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("opcode bits 220 name both FMUL and FADD", r.stderr)
+        with open(self.table) as f:
+            self.assertEqual(len(json.load(f)), 5)  # the refused listing left the table as it was
+
     def test_cubin(self):
         a = insn(0x220) * 3 + insn(0x890) * 2 + insn(0x5B4) + insn(0xABC)
         b = insn(0xB82)

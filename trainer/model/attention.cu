@@ -236,8 +236,11 @@ __global__ void __launch_bounds__(THREADS, 3) flash_forward_kernel(
     }
     // The running maxima move, and o and l are rescaled (128 multiplies a lane), only when some
     // row of the warp has grown past its maximum by RESCALE_SLACK; otherwise this tile's
-    // probabilities are 2^(s - m) with the old m, at most 2^RESCALE_SLACK.
-    if (__any_sync(0xffffffffu, grows)) {
+    // probabilities are 2^(s - m) with the old m, at most 2^RESCALE_SLACK. At the first tile o
+    // and l are still zero: the maxima become this tile's, with nothing to rescale.
+    if (kt == kt_begin) {
+      m[0] = mx[0], m[1] = mx[1];
+    } else if (__any_sync(0xffffffffu, grows)) {
 #pragma unroll
       for (int r = 0; r < 2; r++) {
         const float m_new = fmaxf(m[r], mx[r]);
@@ -326,7 +329,8 @@ __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
   extern __shared__ unsigned char smem_raw[];
   bf16* sm = aligned_smem(smem_raw);  // stage st at sm + st * DQ_STAGE: K, then the dS tiles
   uint64_t* full = reinterpret_cast<uint64_t*>(sm + 2 * DQ_STAGE);
-  const int wg = threadIdx.x / THREADS, tid = threadIdx.x % THREADS;
+  // wg read from lane 0 is known warp-uniform: the descriptors built from it stay in uniform registers
+  const int wg = __shfl_sync(0xffffffffu, threadIdx.x / THREADS, 0), tid = threadIdx.x % THREADS;
   const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / s.H, h = bh % s.H, hk = h / (s.H / s.Hkv);
   const int qt0 = (gridDim.x - 1 - blockIdx.x) * DQ_WGS, qt = qt0 + wg;  // latest query tiles first: the most work
@@ -416,8 +420,9 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
   const int n_qt = min(s.T - 1, k0 + TILE - 1 + s.window) / TILE - kt + 1;
   const int steps = group * n_qt;  // (query head, query tile) pairs, head by head
   constexpr int STEP_BYTES = 2 * TILE_ELEMS * sizeof(bf16) + 2 * TILE * sizeof(float);
-  auto load_step = [&](int step, int st, int extra_bytes) {  // the tiles of step into stage st (thread 0)
-    const int h = hk * group + step / n_qt, q0 = (kt + step % n_qt) * TILE, row0 = b * s.T + q0;
+  // the tiles of query head h and query tile qt into stage st (thread 0)
+  auto load_step = [&](int h, int qt, int st, int extra_bytes) {
+    const int q0 = qt * TILE, row0 = b * s.T + q0;
     mbar_expect_tx(&full[st], STEP_BYTES + extra_bytes);
     for (int half = 0; half < 2; half++) {
       tma_load(sQO + 2 * st * TILE_ELEMS + half * TILE * 64, &map_q, h * HD + 64 * half, row0, &full[st]);
@@ -431,7 +436,7 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
     mbar_init(&full[0], 1);
     mbar_init(&full[1], 1);
     mbar_init_fence();
-    load_step(0, 0, 2 * TILE_ELEMS * sizeof(bf16));  // with K and V
+    load_step(hk * group, kt, 0, 2 * TILE_ELEMS * sizeof(bf16));  // with K and V
     for (int half = 0; half < 2; half++) {
       tma_load(sK + half * TILE * 64, &map_k, hk * HD + 64 * half, b * s.T + k0, &full[0]);
       tma_load(sV + half * TILE * 64, &map_v, hk * HD + 64 * half, b * s.T + k0, &full[0]);
@@ -439,12 +444,18 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
   }
   const int key[2] = {kw + g, kw + g + 8};
   const float sl2 = scale * LOG2E;
+  // where this lane stages its dS pairs of row g (chunks 2 warp and 2 warp + 1), computed once
+  uint32_t* const ds_row_g[2] = {reinterpret_cast<uint32_t*>(sDS + 4 * t + sw128_offset<TILE>(g, 2 * warp)),
+                                 reinterpret_cast<uint32_t*>(sDS + 4 * t + sw128_offset<TILE>(g, 2 * warp + 1))};
   float acc_dk[HD / 8][4] = {}, acc_dv[HD / 8][4] = {};
-  for (int step = 0; step < steps; step++) {
-    const int st = step & 1, qt = kt + step % n_qt, q0 = qt * TILE, h = hk * group + step / n_qt;
+  // step's query head and tile, walked without a division a step: query tiles kt .. kt + n_qt - 1
+  // of head hk * group, then those of the next head
+  for (int step = 0, h = hk * group, qt = kt; step < steps; step++) {
+    const int st = step & 1, q0 = qt * TILE;
+    const int next_qt = qt + 1 < kt + n_qt ? qt + 1 : kt, next_h = next_qt == kt ? h + 1 : h;
     if (threadIdx.x == 0) tma_store_wait_read();  // the last step's dS store has read sDS
     __syncthreads();  // nobody reads stage st ^ 1 or sDS any more (and the barriers are initialized)
-    if (threadIdx.x == 0 && step + 1 < steps) load_step(step + 1, st ^ 1, 0);
+    if (threadIdx.x == 0 && step + 1 < steps) load_step(next_h, next_qt, st ^ 1, 0);
     mbar_wait(&full[st], (step / 2) & 1);  // step's tiles are in stage st
     const bf16* sQ = sQO + 2 * st * TILE_ELEMS;
     const bf16* sdO = sQ + TILE_ELEMS;
@@ -465,22 +476,24 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
       mask_scores<1>(sc, dist, s.window);
     }
 #pragma unroll
-    for (int n = 0; n < TILE / 8; n++)
+    for (int n = 0; n < TILE / 8; n++) {
+      // this lane's queries n * 8 + 2 t and the next: one 8-byte load each of lse and delta
+      const float2 lse2 = *reinterpret_cast<const float2*>(sL + n * 8 + 2 * t);
+      const float2 delta2 = *reinterpret_cast<const float2*>(sD + n * 8 + 2 * t);
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        int qi = n * 8 + 2 * t + (e & 1);
-        float p = exp2_approx(fmaf(sc[n][e], sl2, -sL[qi] * LOG2E));  // 0 where masked
-        sc[n][e] = p;                                      // Pᵀ
-        dp[n][e] = p * (dp[n][e] - sD[qi]);                // dSᵀ
+        const float p = exp2_approx(fmaf(sc[n][e], sl2, -(e & 1 ? lse2.y : lse2.x) * LOG2E));  // 0 where masked
+        sc[n][e] = p;                                                                     // Pᵀ
+        dp[n][e] = p * (dp[n][e] - (e & 1 ? delta2.y : delta2.x));                            // dSᵀ
       }
+    }
     // dS, bf16 as the products below use it, staged as tile (qt, kt) of the band: each 8 x 8
     // block transposed, row (query) 8 n + g, this warp's 16 key columns (chunks 2 warp and
     // 2 warp + 1 of the row: the 8 rows of a store land in 8 different bank groups)
 #pragma unroll
     for (int n = 0; n < TILE / 8; n++) {
-      unsigned char* row = sDS + 4 * t;
-      *reinterpret_cast<uint32_t*>(row + sw128_offset<TILE>(8 * n + g, 2 * warp)) = transpose8x8(pack2f(dp[n][0], dp[n][1]));
-      *reinterpret_cast<uint32_t*>(row + sw128_offset<TILE>(8 * n + g, 2 * warp + 1)) = transpose8x8(pack2f(dp[n][2], dp[n][3]));
+      ds_row_g[0][n * 256] = transpose8x8(pack2f(dp[n][0], dp[n][1]));  // row 8 n + g is n KB past row g
+      ds_row_g[1][n * 256] = transpose8x8(pack2f(dp[n][2], dp[n][3]));
     }
     fence_proxy_async();  // the staged dS, visible to TMA
     uint32_t ap[TILE / 16][4], as[TILE / 16][4];  // Pᵀ and dSᵀ as A fragments
@@ -503,6 +516,7 @@ __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(
     wgmma_wait<0>();
     wgmma_fence_regs(acc_dv);
     wgmma_fence_regs(acc_dk);
+    h = next_h, qt = next_qt;
   }
   if (threadIdx.x == 0) tma_store_wait_all();  // before the block's shared memory goes
 #pragma unroll

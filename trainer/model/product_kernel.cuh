@@ -167,7 +167,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   // consumer warpgroup wg
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // wg read from lane 0 is known warp-uniform: the descriptors built from it stay in uniform registers
+  const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
   unsigned char* out_tile = staging + wg * OUT_TILE_BYTES;
   int it = 0;

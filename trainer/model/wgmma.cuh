@@ -34,15 +34,14 @@ __device__ __forceinline__ int sw128_offset(int r, int c) {
 __device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t lbo = 16) {
   return uint64_t((smem_addr(p) & 0x3FFFF) >> 4) | uint64_t(lbo >> 4) << 16 | uint64_t(1024 >> 4) << 32 | 1ull << 62;
 }
-/// The descriptor of the operand `bytes` (a multiple of 16) past desc's start. Only the low
-/// word changes: the start field (bits 0-13, 16-byte units) of an operand inside the 228 KB of
-/// shared memory cannot carry out. So the products of an unrolled loop over one tile share one
-/// descriptor computation and each add a constant: an add and two moves a product, where the
-/// whole computation took about six uniform instructions (uniform instructions were 28 % of the
-/// attention forward's, most of them these; docs/PERF.md, runs 80-82).
-__device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t bytes) {
-  return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4));
-}
+/// The descriptor of the operand `bytes` (a multiple of 16) past desc's start. The start field
+/// (bits 0-13, 16-byte units) of an operand inside the 228 KB of shared memory cannot carry out,
+/// so a plain 64-bit add does it: one uniform UIADD3.64 a product, writing the register pair the
+/// product reads. The products of an unrolled loop over one tile share one descriptor
+/// computation (about six uniform instructions, which were most of the attention forward's 28 %
+/// uniform ones: docs/PERF.md, runs 80-82); adding to the low word alone cost an add and two
+/// moves a product (runs 85-86).
+__device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 /// K-major operand, 16 summed columns kk * 16 .. of an sw128 tile of ROWS rows.
 template <int ROWS>
 __device__ __forceinline__ uint64_t k_major_desc(const bf16* tile, int kk) {
