@@ -121,7 +121,12 @@ def read_table(path):
     """The opcode table of a JSON file written by learn (an empty file: none yet)."""
     with open(path) as f:
         text = f.read()
-    return {int(k, 16): v for k, v in json.loads(text).items()} if text.strip() else {}
+    if not text.strip():
+        return {}
+    try:
+        return {int(k, 16): v for k, v in json.loads(text).items()}
+    except (ValueError, AttributeError) as e:
+        raise ValueError(f"{path}: not an opcode table written by learn ({e})") from None
 
 
 def main(argv):

@@ -101,6 +101,14 @@ class SassOpcodesTest(unittest.TestCase):
         self.assertIn("opcode bits 220 name both FMUL and FADD", r.stderr)
         with open(self.table) as f:
             self.assertEqual(len(json.load(f)), 5)  # the refused listing left the table as it was
+        for bad in ("{not json", "[1, 2]", '{"zz": "FMUL"}'):
+            table = write(bad, ".json")
+            r = run("learn", write(LISTING, ".sass"), "--table", table)
+            self.assertEqual(r.returncode, 1, bad)
+            self.assertIn(f"{table}: not an opcode table written by learn", r.stderr)
+            r = run("cubin", write(elf64([(".text.k", insn(0x220))]), ".cubin"), "--table", table)
+            self.assertEqual(r.returncode, 1, bad)
+            self.assertIn("not an opcode table", r.stderr)
 
     def test_cubin(self):
         a = insn(0x220) * 3 + insn(0x890) * 2 + insn(0x5B4) + insn(0xABC)
