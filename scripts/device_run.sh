@@ -8,6 +8,11 @@
 #   scripts/device_run.sh budget   prepare, tests, then the default 300-second run (PROFILE=1:
 #                                  the per-kernel table first)
 #   scripts/device_run.sh steps N  prepare, then a run of N steps (throughput)
+#   AGAINST=DIR scripts/device_run.sh ab
+#                                  a change against DIR's trainer: its tests and --check, both
+#                                  attention benchmarks in joules, then PAIRS (default 3) pairs
+#                                  of 100-step runs, DIR's first, each judged by its mean step
+#                                  time over steps 30-99 (scripts/step_stats.py)
 #   scripts/device_run.sh power    tests, then 150 steps with the SM clock and board power
 #                                  sampled and the throttle reasons read 35 s in: the step
 #                                  time at the power limit, where training runs (PERF run 31);
@@ -175,6 +180,7 @@ case "$MODE" in
     section "$BIN/train --steps 874 ${EVAL_ARGS:-}"
     "$BIN/train" --data "$DATA" --steps 874 ${EVAL_ARGS:-} > "$OUT/fixed.log" 2>&1; echo "train rc=$?"
     head -1 "$OUT/fixed.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/fixed.log" | cut -c1-150; tail -16 "$OUT/fixed.log"
+    python3 scripts/step_stats.py "$OUT/fixed.log" --from 11
     twin_and_tokenizer
     ;;
   budget)
@@ -185,6 +191,7 @@ case "$MODE" in
     section "$BIN/train (default 300 s budget) ${EVAL_ARGS:-}"
     "$BIN/train" --data "$DATA" ${EVAL_ARGS:-} > "$OUT/budget.log" 2>&1; echo "train rc=$?"
     head -1 "$OUT/budget.log"; grep -E "^step 0000[0-9]|^step 0001[0-5]" "$OUT/budget.log" | cut -c1-150; tail -17 "$OUT/budget.log"
+    python3 scripts/step_stats.py "$OUT/budget.log" --from 11
     twin_and_tokenizer
     ;;
   steps)
@@ -203,6 +210,25 @@ case "$MODE" in
       power_run "$AGAINST" 2
       power_run "$BIN" 3
     fi
+    ;;
+  ab)  # A = $AGAINST, B = $BIN (the change)
+    [ -d "${AGAINST:-}" ] || { echo "ab: AGAINST must name the directory of the trainer to compare against"; exit 2; }
+    choose_binaries
+    prepare_data
+    for side in "A $AGAINST" "B $BIN"; do
+      set -- $side
+      section "attention in joules, $1: $2"
+      timeout 120 "$2/kernels_test" --bench-attention > "$OUT/bench_attention_$1.log" 2>&1
+      echo "rc=$?"; grep -E "^energy attention" "$OUT/bench_attention_$1.log"
+    done
+    for pair in $(seq "${PAIRS:-3}"); do
+      for side in "A $AGAINST" "B $BIN"; do
+        set -- $side
+        section "pair $pair, $1: $2/train --steps 100"
+        timeout 90 "$2/train" --data "$DATA" --steps 100 --eval-tokens 1048576 > "$OUT/ab_$pair$1.log" 2>&1
+        echo "train rc=$?"; python3 scripts/step_stats.py "$OUT/ab_$pair$1.log" --from 30
+      done
+    done
     ;;
   survey)
     choose_binaries

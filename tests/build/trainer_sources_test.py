@@ -15,7 +15,9 @@ TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 
 
 def find_nvcc():
-    return shutil.which("nvcc") or next((p for p in ["/usr/local/cuda/bin/nvcc"] if os.access(p, os.X_OK)), None)
+    """nvcc on PATH, else the CUDA toolkit's default place (None: neither)."""
+    default = "/usr/local/cuda/bin/nvcc"
+    return shutil.which("nvcc") or (default if os.access(default, os.X_OK) else None)
 
 
 class TrainerSourcesTest(unittest.TestCase):
