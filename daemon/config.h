@@ -13,13 +13,10 @@
 
 #include <toml++/toml.h>
 
+#include "proposers/config_error.h"
+
 namespace ard {
 
-/// A bad config value or an unknown key; the message names it, on one line.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct StageConfig {
   std::string name;

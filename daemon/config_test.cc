@@ -4,7 +4,7 @@
 
 #include <gmock/gmock.h>
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

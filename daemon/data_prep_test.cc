@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 
 #include "daemon/fatal_error.h"
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

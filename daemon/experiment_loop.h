@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "daemon/config.h"
-#include "daemon/editable.h"
+#include "proposers/editable.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
 #include "daemon/process_runner.h"
-#include "daemon/proposer.h"
+#include "proposers/proposer.h"
 #include "daemon/state_dir.h"
 #include "daemon/store.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/editable.h"
-#include "daemon/proposer.h"
+#include "proposers/editable.h"
+#include "proposers/proposer.h"
 
 struct git_repository;
 

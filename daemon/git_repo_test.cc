@@ -3,7 +3,7 @@
 
 #include <gmock/gmock.h>
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

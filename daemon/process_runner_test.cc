@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

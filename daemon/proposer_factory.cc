@@ -1,10 +1,10 @@
 // See proposer_factory.h.
 #include "daemon/proposer_factory.h"
 
-#include "daemon/editable.h"
-#include "daemon/scripted_proposer.h"
+#include "proposers/editable.h"
+#include "proposers/scripted_proposer.h"
 #include "llm_client/llm_proposer.h"
-#include "llm_client/offline_proposer.h"
+#include "proposers/offline_proposer.h"
 
 namespace ard {
 
@@ -25,7 +25,7 @@ std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& cal
       throw ConfigError(e.what());
     }
   }
-  if (kind == "offline") return std::make_unique<llm::OfflineProposer>(llm::parse_offline_config(config.offline));
+  if (kind == "offline") return std::make_unique<OfflineProposer>(parse_offline_config(config.offline));
   if (kind == "scripted") {
     if (config.proposer_script.empty()) throw ConfigError("proposer.script: required when proposer.kind is scripted");
     std::filesystem::path script = expand_home(config.proposer_script);

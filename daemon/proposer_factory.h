@@ -1,14 +1,14 @@
 // Builds the proposer that the config's proposer.kind names. The daemon calls
 // it at start, before the loop, so a bad proposer config stops it at once.
-// Kinds: "scripted" (daemon/scripted_proposer.h); "llm" and "offline" come
+// Kinds: "scripted" (proposers/scripted_proposer.h); "llm" and "offline" come
 // from llm_client/ and are validated here from the raw [llm] / [offline] tables.
 #pragma once
 
 #include <memory>
 
 #include "daemon/config.h"
-#include "daemon/proposer.h"
-#include "llm_client/call_record.h"
+#include "proposers/proposer.h"
+#include "proposers/call_record.h"
 
 namespace ard {
 

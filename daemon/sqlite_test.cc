@@ -1,7 +1,7 @@
 // Tests of the SQLite wrapper: binding, reading back, errors, rollback.
 #include "daemon/sqlite.h"
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

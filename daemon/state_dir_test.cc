@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

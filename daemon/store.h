@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/proposer.h"
+#include "proposers/proposer.h"
 #include "daemon/sqlite.h"
-#include "llm_client/call_record.h"
+#include "proposers/call_record.h"
 
 namespace ard {
 

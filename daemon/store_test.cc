@@ -2,7 +2,7 @@
 // attempts, LLM calls, sessions, and reads from a second connection (WAL).
 #include "daemon/store.h"
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

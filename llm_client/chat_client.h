@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "llm_client/call_record.h"
+#include "proposers/call_record.h"
 #include "llm_client/chat_protocol.h"
 #include "llm_client/llm_config.h"
 

@@ -1,6 +1,6 @@
 // See edit_apply.h.
 #include "llm_client/edit_apply.h"
-#include "llm_client/text_lines.h"
+#include "proposers/text_lines.h"
 
 #include <algorithm>
 #include <map>
@@ -8,6 +8,10 @@
 #include "llm_client/unified_diff.h"
 
 namespace llm {
+
+using ard::split_lines;
+using ard::trim;
+
 namespace {
 
 /// The line with indentation dropped and every run of blanks made one space.

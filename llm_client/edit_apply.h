@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/proposer.h"
+#include "proposers/proposer.h"
 #include "llm_client/edit_format.h"
 
 namespace llm {

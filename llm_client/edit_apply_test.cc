@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/editable.h"
+#include "proposers/editable.h"
 #include "llm_client/unified_diff.h"
 
 namespace llm {

@@ -1,11 +1,15 @@
 // See edit_format.h. The parser walks the answer line by line; whatever is
 // not part of an edit (prose, fences, explanations) is skipped.
 #include "llm_client/edit_format.h"
-#include "llm_client/text_lines.h"
+#include "proposers/text_lines.h"
 
 #include <regex>
 
 namespace llm {
+
+using ard::split_lines;
+using ard::trim;
+
 namespace {
 
 constexpr size_t kMaxDescription = 200;  // a commit subject, not a paragraph

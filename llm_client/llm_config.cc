@@ -1,5 +1,5 @@
-// See llm_config.h. A TableReader hands out typed values by key and records
-// which keys were read, so that whatever is left over is reported as unknown.
+// See llm_config.h. Keys are read through ard::TableReader, which reports
+// whatever is left over as unknown.
 #include "llm_client/llm_config.h"
 
 #include <cctype>
@@ -7,12 +7,14 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/config.h"  // ard::ConfigError, shared with the daemon's own keys
+#include "proposers/config_error.h"
+#include "proposers/table_reader.h"
 
 namespace llm {
 namespace {
 
 using ard::ConfigError;
+using ard::TableReader;
 
 std::string show(double v) {
   std::ostringstream os;
@@ -20,81 +22,7 @@ std::string show(double v) {
   return os.str();
 }
 
-class TableReader {
- public:
-  TableReader(const toml::table& t, std::string prefix) : t_(t), prefix_(std::move(prefix)) {}
 
-  std::string key_name(const std::string& key) const { return prefix_ + "." + key; }
-  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    throw ConfigError(key_name(key) + ": " + why);
-  }
-
-  const toml::node* find(const std::string& key) {
-    read_.insert(key);
-    return t_.get(key);
-  }
-
-  std::optional<std::string> str(const std::string& key) {
-    const toml::node* n = find(key);
-    if (!n) return std::nullopt;
-    if (!n->is_string()) fail(key, "expected a string");
-    return n->as_string()->get();
-  }
-
-  std::optional<double> num(const std::string& key, double lo, double hi) {
-    const toml::node* n = find(key);
-    if (!n) return std::nullopt;
-    double v;
-    if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
-    else if (n->is_floating_point()) v = n->as_floating_point()->get();
-    else fail(key, "expected a number");
-    if (!std::isfinite(v) || v < lo || v > hi)
-      fail(key, "must be in [" + show(lo) + ", " + show(hi) + "], got " + show(v));
-    return v;
-  }
-
-  std::optional<long> integer(const std::string& key, long lo, long hi) {
-    const toml::node* n = find(key);
-    if (!n) return std::nullopt;
-    if (!n->is_integer()) fail(key, "expected an integer");
-    int64_t v = n->as_integer()->get();
-    if (v < lo || v > hi)
-      fail(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
-    return static_cast<long>(v);
-  }
-
-  std::optional<std::vector<std::string>> strings(const std::string& key) {
-    const toml::node* n = find(key);
-    if (!n) return std::nullopt;
-    const toml::array* a = n->as_array();
-    if (!a) fail(key, "expected an array of strings");
-    std::vector<std::string> out;
-    for (const toml::node& e : *a) {
-      if (!e.is_string() || e.as_string()->get().empty()) fail(key, "expected an array of non-empty strings");
-      out.push_back(e.as_string()->get());
-    }
-    return out;
-  }
-
-  const toml::table* table(const std::string& key) {
-    const toml::node* n = find(key);
-    if (!n) return nullptr;
-    if (!n->is_table()) fail(key, "expected a table");
-    return n->as_table();
-  }
-
-  void reject_unknown() const {
-    for (const auto& [k, v] : t_) {
-      std::string key(k.str());
-      if (!read_.count(key)) fail(key, "unknown key");
-    }
-  }
-
- private:
-  const toml::table& t_;
-  std::string prefix_;
-  std::set<std::string> read_;
-};
 
 constexpr double kDay = 86400;
 
@@ -165,23 +93,6 @@ LlmConfig parse_llm_config(const toml::table& table) {
       c.prices[model] = p;
     }
   }
-  r.reject_unknown();
-  return c;
-}
-
-OfflineConfig parse_offline_config(const toml::table& table) {
-  TableReader r(table, "offline");
-  OfflineConfig c;
-  c.seed = r.integer("seed", 0, 1L << 40).value_or(c.seed);
-  if (auto v = r.str("file")) {
-    if (v->empty()) r.fail("file", "must not be empty");
-    c.file = *v;
-  }
-  c.max_factor = r.num("max_factor", 1, 100).value_or(c.max_factor);
-  if (c.max_factor <= 1.0) r.fail("max_factor", "must be > 1");
-  c.max_changes = static_cast<int>(r.integer("max_changes", 1, 100).value_or(c.max_changes));
-  c.names = r.strings("names").value_or(c.names);
-  c.exclude = r.strings("exclude").value_or(c.exclude);
   r.reject_unknown();
   return c;
 }

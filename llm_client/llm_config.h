@@ -1,6 +1,5 @@
-// The [llm] and [offline] tables of autoresearch.toml: which provider to ask,
-// how long to wait, how often to retry, what a token costs; and how the
-// offline proposer mutates hyperparameters. docs/llm.md lists every key.
+// The [llm] table of autoresearch.toml: which provider to ask, how long to
+// wait, how often to retry, what a token costs. docs/llm.md lists every key.
 //
 // Parsing is strict: an unknown key or a bad value is an ard::ConfigError
 // whose one-line message names the key ("llm.timeout_s: must be > 0, got -1").
@@ -53,17 +52,5 @@ struct LlmConfig {
 
 /// Parses the [llm] table. Throws ard::ConfigError naming the key.
 LlmConfig parse_llm_config(const toml::table& table);
-
-struct OfflineConfig {
-  long seed = 1;                       ///< experiment i uses seed + i, recorded in its description
-  std::string file = "trainer/train.cu";  ///< the file whose constants are mutated
-  double max_factor = 2.0;             ///< multiplicative steps lie in [1/max_factor, max_factor]
-  int max_changes = 2;                 ///< constants changed per experiment: 1..max_changes
-  std::vector<std::string> names;      ///< only these constants; empty: all of them
-  std::vector<std::string> exclude = {"HEAD_DIM", "VE_GATE_CHANNELS"};  ///< never these (kernel shapes)
-};
-
-/// Parses the [offline] table. Throws ard::ConfigError naming the key.
-OfflineConfig parse_offline_config(const toml::table& table);
 
 }  // namespace llm

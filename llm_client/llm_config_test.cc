@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/config.h"
+#include "proposers/config_error.h"
 
 namespace llm {
 namespace {
@@ -98,34 +98,6 @@ TEST(LlmConfig, ErrorsNameTheKey) {
             "llm.max_backoff_s: must be >= backoff_s (10)");
   EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\n[prices.m]\ninput = 1\nouput = 2"), "llm.prices.m.ouput: unknown key");
   EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\nprices = 3"), "llm.prices: expected a table");
-}
-
-TEST(OfflineConfig, DefaultsKeysAndErrors) {
-  OfflineConfig d = parse_offline_config(toml::table{});
-  EXPECT_EQ(d.seed, 1);
-  EXPECT_EQ(d.file, "trainer/train.cu");
-  EXPECT_EQ(d.max_changes, 2);
-  EXPECT_EQ(d.exclude, (std::vector<std::string>{"HEAD_DIM", "VE_GATE_CHANNELS"}));
-  OfflineConfig c = parse_offline_config(
-      parse("seed = 7\nfile = 'a.cu'\nmax_factor = 1.5\nmax_changes = 1\nnames = ['A']\nexclude = ['B']\n"));
-  EXPECT_EQ(c.seed, 7);
-  EXPECT_EQ(c.file, "a.cu");
-  EXPECT_DOUBLE_EQ(c.max_factor, 1.5);
-  EXPECT_EQ(c.max_changes, 1);
-  EXPECT_EQ(c.names, std::vector<std::string>{"A"});
-  EXPECT_EQ(c.exclude, std::vector<std::string>{"B"});
-  auto err = [](const std::string& t) {
-    try {
-      parse_offline_config(toml::parse(t));
-    } catch (const ard::ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_EQ(err("max_factor = 1"), "offline.max_factor: must be > 1");
-  EXPECT_EQ(err("max_changes = 0"), "offline.max_changes: must be in [1, 100], got 0");
-  EXPECT_EQ(err("names = [1]"), "offline.names: expected an array of non-empty strings");
-  EXPECT_EQ(err("sed = 1"), "offline.sed: unknown key");
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 #include <memory>
 
-#include "daemon/proposer.h"
+#include "proposers/proposer.h"
 #include "llm_client/chat_client.h"
 #include "llm_client/edit_apply.h"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "daemon/proposer.h"
+#include "proposers/proposer.h"
 #include "llm_client/chat_protocol.h"
 
 namespace llm {

@@ -1,6 +1,6 @@
 // See unified_diff.h.
 #include "llm_client/unified_diff.h"
-#include "llm_client/text_lines.h"
+#include "proposers/text_lines.h"
 
 #include <git2.h>
 #include <git2/sys/mempack.h>
@@ -13,6 +13,10 @@
 #include <vector>
 
 namespace llm {
+
+using ard::split_lines;
+using ard::trim;
+
 namespace {
 
 struct Hunk {

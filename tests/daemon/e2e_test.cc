@@ -16,7 +16,7 @@
 #include "daemon/process_runner.h"
 #include "daemon/state_dir.h"
 #include "daemon/store.h"
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

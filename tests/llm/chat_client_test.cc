@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 #include "fake_llm_server.h"
 
 namespace llm {

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "daemon/store.h"
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 #include "fake_llm_server.h"
 #include "llm_client/llm_config.h"
 

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include "daemon/editable.h"
-#include "daemon/test_util.h"
+#include "proposers/editable.h"
+#include "testing/test_util.h"
 #include "fake_llm_server.h"
 
 namespace llm {

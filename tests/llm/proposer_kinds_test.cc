@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "daemon/proposer_factory.h"
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

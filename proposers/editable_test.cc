@@ -1,5 +1,5 @@
 // Tests of glob matching and the checks on edit paths.
-#include "daemon/editable.h"
+#include "proposers/editable.h"
 
 #include <gtest/gtest.h>
 

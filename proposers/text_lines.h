@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace llm {
+namespace ard {
 
 /// The lines of s without their '\n' (and a '\r' before it). A final line
 /// without '\n' is a line; a trailing '\n' does not start an empty one.
@@ -13,4 +13,4 @@ std::vector<std::string> split_lines(const std::string& s);
 /// s without leading and trailing spaces and tabs.
 std::string trim(const std::string& s);
 
-}  // namespace llm
+}  // namespace ard

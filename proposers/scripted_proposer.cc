@@ -1,5 +1,5 @@
 // See scripted_proposer.h.
-#include "daemon/scripted_proposer.h"
+#include "proposers/scripted_proposer.h"
 
 #include <fstream>
 #include <stdexcept>

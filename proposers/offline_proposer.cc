@@ -1,13 +1,14 @@
 // See offline_proposer.h.
-#include "llm_client/offline_proposer.h"
-#include "llm_client/text_lines.h"
+#include "proposers/offline_proposer.h"
+#include "proposers/table_reader.h"
+#include "proposers/text_lines.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <regex>
 
-namespace llm {
+namespace ard {
 namespace {
 
 const std::regex kConstant(
@@ -171,4 +172,21 @@ ard::ProposalResult OfflineProposer::propose(const ard::ProposalContext& context
   return result;
 }
 
-}  // namespace llm
+OfflineConfig parse_offline_config(const toml::table& table) {
+  TableReader r(table, "offline");
+  OfflineConfig c;
+  c.seed = r.integer("seed", 0, 1L << 40).value_or(c.seed);
+  if (auto v = r.str("file")) {
+    if (v->empty()) r.fail("file", "must not be empty");
+    c.file = *v;
+  }
+  c.max_factor = r.num("max_factor", 1, 100).value_or(c.max_factor);
+  if (c.max_factor <= 1.0) r.fail("max_factor", "must be > 1");
+  c.max_changes = static_cast<int>(r.integer("max_changes", 1, 100).value_or(c.max_changes));
+  c.names = r.strings("names").value_or(c.names);
+  c.exclude = r.strings("exclude").value_or(c.exclude);
+  r.reject_unknown();
+  return c;
+}
+
+}  // namespace ard

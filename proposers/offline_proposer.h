@@ -17,10 +17,26 @@
 #include <string>
 #include <vector>
 
-#include "daemon/proposer.h"
-#include "llm_client/llm_config.h"
+#include <toml++/toml.h>
 
-namespace llm {
+#include "proposers/config_error.h"
+#include "proposers/proposer.h"
+
+namespace ard {
+
+/// The [offline] table of autoresearch.toml (docs/llm.md lists its keys).
+struct OfflineConfig {
+  long seed = 1;                       ///< experiment i uses seed + i, recorded in its description
+  std::string file = "trainer/train.cu";  ///< the file whose constants are mutated
+  double max_factor = 2.0;             ///< multiplicative steps lie in [1/max_factor, max_factor]
+  int max_changes = 2;                 ///< constants changed per experiment: 1..max_changes
+  std::vector<std::string> names;      ///< only these constants; empty: all of them
+  std::vector<std::string> exclude = {"HEAD_DIM", "VE_GATE_CHANNELS"};  ///< never these (kernel shapes)
+};
+
+/// Parses the [offline] table. Throws ConfigError naming the key.
+OfflineConfig parse_offline_config(const toml::table& table);
+
 
 /// One constant of the hyperparameter block.
 struct Hyperparameter {
@@ -50,4 +66,4 @@ class OfflineProposer : public ard::Proposer {
   OfflineConfig config_;
 };
 
-}  // namespace llm
+}  // namespace ard

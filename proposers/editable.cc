@@ -1,5 +1,5 @@
 // See editable.h.
-#include "daemon/editable.h"
+#include "proposers/editable.h"
 
 #include <string_view>
 

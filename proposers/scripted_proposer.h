@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "daemon/proposer.h"
+#include "proposers/proposer.h"
 
 namespace ard {
 

@@ -1,7 +1,7 @@
 // See text_lines.h.
-#include "llm_client/text_lines.h"
+#include "proposers/text_lines.h"
 
-namespace llm {
+namespace ard {
 
 std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> lines;
@@ -24,4 +24,4 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-}  // namespace llm
+}  // namespace ard

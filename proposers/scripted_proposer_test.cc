@@ -1,9 +1,9 @@
 // Tests of the scripted proposer: replay by position, errors, bad scripts.
-#include "daemon/scripted_proposer.h"
+#include "proposers/scripted_proposer.h"
 
 #include <gmock/gmock.h>
 
-#include "daemon/test_util.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {
