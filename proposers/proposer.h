@@ -7,6 +7,7 @@
 // scripted (tests), LLM (llm_client/), offline hyperparameter mutation.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,11 @@ struct ProposalContext {
   std::vector<HistoryEntry> history;  ///< oldest first
   std::optional<double> best_val_bpb;
   std::optional<Failure> last_failure;
+  /// Set by the daemon when it stops: a proposer blocked in I/O (an LLM call)
+  /// must return soon after, with a ProposalError of kind kUnavailable. May be
+  /// null (never cancelled).
+  const std::atomic<bool>* cancel = nullptr;
+  bool cancelled() const { return cancel && cancel->load(); }
 };
 
 /// A file's new full content. The daemon writes exactly these files.
