@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates xz-utils
-  libgit2-dev libboost-dev libboost-filesystem-dev libcurl4-openssl-dev
+  libgit2-dev libboost1.81-dev libcurl4-openssl-dev
   nlohmann-json3-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev
   libcli11-dev libtomlplusplus-dev
   libpcre2-dev liblzma-dev zlib1g-dev libzstd-dev
