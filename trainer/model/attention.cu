@@ -6,8 +6,8 @@
 // tile); tiles of the other operand stream through shared memory 64
 // rows at a time in the sw128 layout, double-buffered: tile n + 1 is fetched while
 // tile n is computed, by TMA issued by one thread (in place of cp.async by all threads, that
-// saved 6 % of the dk/dv kernel's energy, 3 % of the dq kernel's and 5-9 % of the forward's:
-// docs/PERF.md, runs 35, 36 and 55). Only tiles with some visible pair are visited (with
+// saved 6 % of the dk/dv kernel's energy, 3 % of the dq kernel's and 5-9 % of the forward's,
+// measured on H200). Only tiles with some visible pair are visited (with
 // 64-row tiles on both sides, that is exactly the band of DsBand below).
 // Probabilities and dS leave the accumulators as A operands in registers.
 //   forward:   per query tile (latest first: they see the most keys), online
@@ -91,7 +91,7 @@ __device__ __forceinline__ bool all_visible(int q0, int nq, int k0, int nk, int 
 // The forward's running row maxima move (and o and l are rescaled) only when a tile's maximum
 // exceeds them by more than this, in log2 units: a tile's probabilities are then at most 2^8,
 // far inside fp32 and bf16, and most tiles skip the rescale's 128 multiplies a lane (3.5 % of
-// the forward's energy; docs/PERF.md, run 54).
+// the forward's energy, measured on H200).
 constexpr float RESCALE_SLACK = 8.f;
 
 // Sets the scores of invisible pairs to -inf in a warp's 16 x 64 accumulator tile: the pair of
@@ -159,7 +159,7 @@ __device__ __forceinline__ void store_grad_row(bf16* out, const float (&acc)[HD 
 // into the other stage once the block is done with it (the maps: (B * T, heads * HD) column
 // slices in (TILE, 64) boxes). Without a tile of its own for Q a block takes 65 KB, so three
 // blocks share a multiprocessor and fill each other's softmax gaps; overlapping the softmax of
-// tile n + 1 with P_n · V inside the block was slower (255 registers; docs/PERF.md, run 16).
+// tile n + 1 with P_n · V inside the block measured slower (255 registers).
 __global__ void __launch_bounds__(THREADS, 3) flash_forward_kernel(
     bf16* o, float* lse, const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
     const __grid_constant__ CUtensorMap map_v, AttnShape s, float scale) {
@@ -396,8 +396,8 @@ __global__ void __launch_bounds__(DQ_WGS * THREADS, 2) flash_backward_dq_kernel(
 // (TILE,) floats, the (TILE, TILE) sw128 tile where dS is staged, then a `full` mbarrier a
 // stage. Thread 0 moves every tile by TMA: a step's tiles into the other stage once the block
 // is done with it, and the staged dS into the band (map_ds: the band as rows of TILE bf16), in
-// whole lines where 4-byte stores from registers cost L2 sectors and issue slots (run 32's LG
-// throttle). The Q, dO, K, V maps are (B * T, heads * HD) column slices in (TILE, 64) boxes.
+// whole lines where 4-byte stores from registers cost L2 sectors and issue slots (ncu showed
+// the kernel stalled on LG throttle with them). The Q, dO, K, V maps are (B * T, heads * HD) column slices in (TILE, 64) boxes.
 // ROPE: dk leaves through rope + QK-norm's backward, the normalized k read from the K tile.
 template <bool ROPE>
 __global__ void __launch_bounds__(THREADS, 2) flash_backward_dkdv_kernel(

@@ -118,7 +118,7 @@ __device__ __forceinline__ float exp2_approx(float x) {
 /// relu(h) from the saved a = relu(h)² (a >= 0), for relu²'s backward: one MUFU op
 /// (sqrt.approx.ftz, relative error about 2^-23, far under a's bf16 rounding; an a under 2^-126
 /// gives 0). sqrtf's IEEE-rounded sequence made the fused backward product 1.9 times slower
-/// (docs/PERF.md, run 37), and without .ftz each MUFU op comes with a range test and two
+/// (measured on H200), and without .ftz each MUFU op comes with a range test and two
 /// multiplies for denormal a.
 __device__ __forceinline__ float relu_from_square(float a) {
   float r;

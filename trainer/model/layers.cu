@@ -270,8 +270,7 @@ __global__ void sum_partials_kernel(float* out0, float* out1, const float* parti
 
 // Lanes per (row, head); pairs (f, f + D/2) rotate together. The forward moves 8 features of
 // each half a lane at a time (16-byte bf16 accesses), the backward 4 (8-byte): measured faster
-// each way (docs/PERF.md, 2026-12-03: the backward with 8 lanes of 8 took 0.52 ms a call
-// against 0.49).
+// each way on H200 (the backward with 8 lanes of 8 took 0.52 ms a call against 0.49).
 constexpr int ROPE_FWD_LANES = 8, ROPE_BWD_LANES = 16;
 
 template <typename T>
@@ -432,7 +431,7 @@ __global__ void relu2_backward_kernel(T* dh, const T* a, long n) {
 // One block of CE_THREADS per row; each thread holds CE_PER consecutive logits in
 // registers (8-wide loads), so the logits are read once and written once as
 // gradients; one exp per logit. 1024 threads of 8 measured faster than 512 of 16, 256
-// of 32 and several rows a block (262144 x 8192: docs/PERF.md, run 23). bf16 rows use
+// of 32 and several rows a block (262144 x 8192, on H200). bf16 rows use
 // the hardware tanh (tanh.approx, relative error ~2^-11, below the bf16 rounding of the
 // logits themselves); fp32 rows (the --check model) the exact tanhf.
 constexpr int CE_THREADS = 1024, CE_PER = 8;  // V <= CE_PER * CE_THREADS = 8192

@@ -54,8 +54,8 @@ Blas::~Blas() {
 namespace {
 // The tile (in cuBLAS's column-major terms: output columns of ours x rows) of the algorithm
 // taken for a bf16 product whose output rows are `width` wide, where the heuristic offers it
-// among its first eight: at the power limit these cost the fewest joules a call (docs/PERF.md,
-// run 46: 128 x 160 saves 3-11 % on the (262144, 512) outputs, 256 x 128 1-3 % on the wider
+// among its first eight: at the power limit these cost the fewest joules a call (measured on
+// H200: 128 x 160 saves 3-11 % on the (262144, 512) outputs, 256 x 128 1-3 % on the wider
 // ones, against cublasGemmEx's default and the heuristic's first). The choice depends on the
 // shape only, so every run of a configuration computes the same bits.
 cublasLtMatmulTile_t preferred_tile(int width) {

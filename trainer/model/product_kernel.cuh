@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             wgmma_m64n128k16_ss_mn(acc[half], k_major_desc<128>(sa + half * 64 * TILE_K, kk), mn_major_desc<64>(sb, kk), 1);
         }
       wgmma_commit();
-      wgmma_wait<0>();  // (leaving a group running while the next stage waits was slower: PERF run 30)
+      wgmma_wait<0>();  // (leaving a group running while the next stage waits measured slower on H200)
       mbar_arrive(&empty[s]);
     }
     wgmma_fence_regs(acc[0]);
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     // cross-entropy sums e per row and stages u (when it stores)
     const bool stores = E != Epilogue::SoftcapCE || ce.store_u;
     if constexpr (E == Epilogue::Relu2Backward) {  // a's tile into the staging tile once the last stores have read it
-      // (loading it when the tile starts was slower: the leader's wait stalls the products; PERF run 31)
+      // (loading it when the tile starts measured slower on H200: the leader's wait stalls the products)
       if (leader) {
         tma_store_wait_read();
         mbar_expect_tx(&act_ready[wg], OUT_TILE_BYTES);

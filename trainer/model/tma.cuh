@@ -50,7 +50,7 @@ __device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
 }
 /// Waits until that phase has completed. The loop is the compiler's own, not a branch inside the
 /// asm: around an asm loop ptxas allocated registers worse (a variant of the fused relu²
-/// backward: 168 registers and 36 bytes spilled, against 154 and none; PERF run 41).
+/// backward: 168 registers and 36 bytes spilled, against 154 and none).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {
   }

@@ -39,8 +39,8 @@ __device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t lbo = 16)
 /// so a plain 64-bit add does it: one uniform UIADD3.64 a product, writing the register pair the
 /// product reads. The products of an unrolled loop over one tile share one descriptor
 /// computation (about six uniform instructions, which were most of the attention forward's 28 %
-/// uniform ones: docs/PERF.md, runs 80-82); adding to the low word alone cost an add and two
-/// moves a product (runs 82 and 85-89).
+/// uniform ones, as counted by ncu on H200); adding to the low word alone cost an add and two
+/// moves a product.
 __device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 static_assert((228 * 1024) >> 4 < (1 << 14), "shared memory outgrew the descriptor's 14-bit start field: desc_plus could carry");
 /// K-major operand, 16 summed columns kk * 16 .. of an sw128 tile of ROWS rows.
