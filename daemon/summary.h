@@ -1,5 +1,5 @@
 // The trainer's summary block: `key: value` lines after a line `---`
-// (CONTRACTS.md). The last block in the output wins, so a trainer that prints
+// (docs/CONTRACTS.md). The last block in the output wins, so a trainer that prints
 // progress before it is parsed the same way.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Tests of summary parsing on the block CONTRACTS.md specifies.
+// Tests of summary parsing on the block docs/CONTRACTS.md specifies.
 #include "daemon/summary.h"
 
 #include <gtest/gtest.h>

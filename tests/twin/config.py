@@ -1,5 +1,5 @@
 """The model shape and every hyperparameter the twin uses, read from a dump's
-config (CONTRACTS.md: the trainer writes the shape keys and every constant of
+config (docs/CONTRACTS.md: the trainer writes the shape keys and every constant of
 train.cu by its name). A key the dump lacks takes the default the issue
 specifies, so the twin still runs against an older trainer; `defaulted` lists
 which ones did, and the twin prints them.
@@ -68,7 +68,7 @@ class TwinConfig:
         return layer % 2 == (self.depth - 1) % 2
 
     def expected_params(self):
-        """{name: shape} the issue's model has, as CONTRACTS.md names them."""
+        """{name: shape} the issue's model has, as docs/CONTRACTS.md names them."""
         C, V, hd = self.model_dim, self.vocab_size, self.head_dim
         q, kv = self.n_head * hd, self.n_kv_head * hd
         shapes = {"wte": [V, C], "lm_head": [V, C], "resid_lambdas": [self.depth],

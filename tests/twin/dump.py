@@ -1,4 +1,4 @@
-"""The twin dump (format 1, CONTRACTS.md "Twin dump"): what `train --steps N
+"""The twin dump (format 1, docs/CONTRACTS.md "The twin dump"): what `train --steps N
 --dump-init DIR` writes and tests/torch_twin.py replays. This file owns reading
 and writing that directory; it knows nothing of the model.
 

@@ -1,5 +1,5 @@
 // `train --dump-init DIR`: what tests/torch_twin.py needs to replay a run
-// (format 1, see CONTRACTS.md): the initial parameters in their storage
+// (format 1, see docs/CONTRACTS.md): the initial parameters in their storage
 // dtype, every micro-batch of the N steps, and at the end manifest.json with
 // the configuration, the per-step mean losses and lr multipliers.
 #pragma once
