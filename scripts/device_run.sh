@@ -15,7 +15,7 @@
 #                                  time over steps 30-99 (scripts/step_stats.py)
 #   scripts/device_run.sh power    tests, then 150 steps with the SM clock and board power
 #                                  sampled and the throttle reasons read 35 s in: the step
-#                                  time at the power limit, where training runs (PERF run 31);
+#                                  time at the power limit, where training runs (docs/LOG.md run 31);
 #                                  AGAINST=DIR adds DIR's train, then the first again (A, B, A)
 #   scripts/device_run.sh survey   tests and --check, the attention benchmark, a 30-step run
 #                                  with the default evaluation (lines time-stamped: start-up and

@@ -2,7 +2,7 @@
 # Builds another revision's sm_90a trainer binaries (train, kernels_test and the benchmarks it
 # has) into .device/NAME (git-ignored), beside scripts/device_stage.sh's .device/bin, so that one
 # device call compares two trees: boards differ by a few percent from call to call, so A/B
-# figures come from one call (docs/PERF.md). The revision is checked out in the git worktree
+# figures come from one call (docs/LOG.md). The revision is checked out in the git worktree
 # build-trainer-NAME-src (the same path each time, so that build-trainer-NAME, where it is built,
 # can be configured again); .device/NAME/REVISION names the commit.
 #   scripts/device_stage_rev.sh REV NAME        e.g. scripts/device_stage_rev.sh main binM

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Instruction counts of our GPU kernels by SASS opcode, for deciding what a kernel spends its
-issue slots on (docs/PERF.md, runs 79-82: a quarter of the attention forward's instructions
+issue slots on (docs/LOG.md, runs 79-82: a quarter of the attention forward's instructions
 were shared-memory descriptor arithmetic).
 
   sass_opcodes.py learn LISTING... [--table T]      opcode table from `cuobjdump -sass BIN` listings,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Step-time statistics of a training log, the figures docs/PERF.md compares runs by.
+"""Step-time statistics of a training log, the figures docs/LOG.md compares runs by.
 
     step_stats.py LOG [--from N]
 

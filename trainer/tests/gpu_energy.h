@@ -1,7 +1,7 @@
 // The benchmarks' energy meter: what a callable costs on the GPU under sustained load, in
 // joules a call, read from the driver's cumulative energy counter (NVML).
 //
-// Why: training runs at the board's power limit (docs/PERF.md, run 31), where a step's time is
+// Why: training runs at the board's power limit (docs/LOG.md, run 31), where a step's time is
 // its energy divided by the limit. A kernel that is faster in a short timed loop but costs as
 // many joules does not shorten the step; joules a call under load are the figure that does.
 //

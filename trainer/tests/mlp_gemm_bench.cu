@@ -7,7 +7,7 @@
 // Prints the times, TFLOP/s and the relative L2 difference from the two-kernel path on every
 // element, then each path's time and joules a call under sustained load (tests/gpu_energy.h;
 // `mlp_gemm_bench ROWS fused`: the fused kernels' only);
-// exits 1 when a difference exceeds 1e-2, 77 without a GPU. History (docs/PERF.md):
+// exits 1 when a difference exceeds 1e-2, 77 without a GPU. History (docs/LOG.md):
 // run 27's first fused kernel (cp.async copies by every thread, stores from registers) was
 // slower than the two-kernel path; runs 28-31 the TMA kernel and its tilings.
 #include <algorithm>
