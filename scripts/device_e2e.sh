@@ -16,7 +16,10 @@
 #      trainer/train.cu (one that should help, one that should hurt, one that does not compile
 #      and its fix, one that crashes at run time) and starts the daemon with it as its LLM;
 #   4. once the replay is used up (the server answers 503), stops the daemon and starts it
-#      again with the offline proposer for the rest of RUN_S; then `stop`;
+#      again with the offline proposer for the rest of RUN_S; then `stop`. The five replies
+#      take about six experiments (the baseline first); at 60 s of training each, 7 minutes may
+#      end before they are used up, and then there is no offline phase (RUN_S=480 leaves
+#      room for it and still ends within a 10-minute call if the first build is quick);
 #   5. checks that nvidia-smi lists no process after the stop, and writes `status`, every
 #      `show`, `export --tsv`, the database, the daemon log and scripts/e2e_summary.py's
 #      split of each experiment's time (build, check, start-up, warm-up steps, evaluation,
@@ -99,7 +102,7 @@ REPLIES=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))'
 python3 tests/llm/fake_llm_server.py --script "$EXTRA/replay.json" --log "$EXTRA/llm_requests.jsonl" \
   > "$WORK/server.out" 2>&1 &
 SERVER_PID=$!
-for _ in $(seq 50); do grep -q '^port ' "$WORK/server.out" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -q "^port " "$WORK/server.out" && break; sleep 0.1; done
 PORT=$(sed -n 's/^port //p' "$WORK/server.out")
 [ -n "$PORT" ] || die "the replay server did not start: $(cat "$WORK/server.out")"
 echo "port $PORT, $REPLIES replies" | tee -a "$OUT/e2e.log"
@@ -160,7 +163,8 @@ DAEMON_CFG=$EXTRA/llm.toml
 
 # The event that ends the replay: the server logs a request it had no reply for.
 touch "$EXTRA/llm_requests.jsonl"
-grep -m1 -q "\"step\": ${REPLIES}[,}]" < <(timeout $((DEADLINE - SECONDS)) tail -n +1 -F "$EXTRA/llm_requests.jsonl" 2>/dev/null)
+WAIT_S=$((DEADLINE - SECONDS > 1 ? DEADLINE - SECONDS : 1))  # timeout 0 would mean no timeout
+grep -m1 -q "\"step\": ${REPLIES}[,}]" < <(timeout "$WAIT_S" tail -n +1 -F "$EXTRA/llm_requests.jsonl" 2>/dev/null)
 WAITER=$!
 kill "$WAITER" 2>/dev/null
 if [ $((DEADLINE - SECONDS)) -gt 90 ]; then
