@@ -15,9 +15,10 @@
 
 #include "daemon/config.h"
 #include "daemon/data_prep.h"
-#include "daemon/experiment_loop.h"
+#include "daemon/engine.h"
 #include "daemon/fatal_error.h"
 #include "daemon/git_repo.h"
+#include "daemon/gpus.h"
 #include "daemon/log.h"
 #include "daemon/process_runner.h"
 #include "daemon/proposer_factory.h"
@@ -28,13 +29,18 @@
 namespace ard {
 namespace {
 
-std::atomic<bool> g_stop{false};
+/// The stop request of `prepare` (the daemon's engine takes its signals
+/// through its own event loop instead).
+StopFlag* g_prepare_stop = nullptr;
 
-extern "C" void on_stop_signal(int) { g_stop = true; }
+extern "C" void on_prepare_stop_signal(int) {
+  if (g_prepare_stop) g_prepare_stop->request();
+}
 
-void install_signal_handlers() {
+void install_prepare_signal_handlers(StopFlag& stop) {
+  g_prepare_stop = &stop;
   struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
+  sa.sa_handler = on_prepare_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
@@ -87,16 +93,29 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   }
   Log log(state.log_file(), !detached);
   Store store(state.db().string());
-  std::unique_ptr<Proposer> proposer = make_proposer(config, store);
-  install_signal_handlers();
+  boost::asio::io_context io;
+  LoopCallSink calls(io, store);
+  std::unique_ptr<Proposer> proposer = make_proposer(config, calls);
+  const char* visible = getenv("CUDA_VISIBLE_DEVICES");
+  std::vector<std::string> gpus =
+      resolve_gpus(config.gpus, visible ? std::optional<std::string>(visible) : std::nullopt,
+                   config.gpus.empty() && !visible ? nvidia_smi_list() : std::nullopt);
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  Engine engine(io, config, state, store, *proposer, log, gpus);  // takes SIGTERM and SIGINT from here on
   ready.send("ok " + std::to_string(getpid()));
-  PosixProcessRunner runner(&g_stop);
-  ExperimentLoop loop(config, state, store, runner, *proposer, log, g_stop);
+  int abandoned = 0;
   try {
-    loop.run();
+    abandoned = engine.run();
   } catch (const std::exception& e) {
     log(std::string("error: ") + e.what());
     throw;
+  }
+  if (abandoned > 0) {
+    // A proposer ignored the stop: its thread still uses the proposer, which
+    // must not be destroyed under it. Everything recorded is committed.
+    log(std::to_string(abandoned) + " proposal thread(s) did not stop in time; exiting without them");
+    std::_Exit(0);
   }
   return 0;
 }
@@ -215,9 +234,11 @@ int cmd_prepare(const Options& o) {
   Log log(state.log_file(), true);
   GitRepo repo(config.repo);
   repo.exclude("/.autoresearchd/");
-  auto worktree = repo.open_worktree(config.tag, "autoresearch/" + config.tag, state.worktree(config.tag));
-  install_signal_handlers();
-  PosixProcessRunner runner(&g_stop);
+  std::string tip = repo.ref_target("refs/heads/autoresearch/" + config.tag).value_or(repo.head());
+  auto worktree = repo.open_detached_worktree(config.tag, state.worktree(config.tag), tip);
+  StopFlag stop;
+  install_prepare_signal_handlers(stop);
+  PosixProcessRunner runner(&stop);
   std::cout << prepare_data(config, worktree->workdir(), state, runner, log) << "\n";
   return 0;
 }

@@ -161,6 +161,26 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   top.number("min_improvement", c.min_improvement, 0, true);
   top.integer("max_fix_attempts", c.max_fix_attempts, 0);
   top.number("retry_wait_s", c.retry_wait_s, 0, false);
+  if (const toml::node* n = top.get("gpus")) {
+    if (n->is_string()) {
+      if (n->as_string()->get() != "auto") throw ConfigError("gpus: expected \"auto\" or a list of GPU ids");
+    } else if (const toml::array* a = n->as_array(); a && !a->empty()) {
+      std::set<std::string> seen;
+      for (const toml::node& e : *a) {
+        std::string id;
+        if (e.is_integer() && e.as_integer()->get() >= 0) id = std::to_string(e.as_integer()->get());
+        else if (e.is_string() && !e.as_string()->get().empty()) id = e.as_string()->get();
+        else throw ConfigError("gpus: expected \"auto\" or a list of GPU ids (integers >= 0 or strings)");
+        if (id.find_first_of(", \t\n") != std::string::npos) throw ConfigError("gpus: bad GPU id '" + id + "'");
+        if (!seen.insert(id).second) throw ConfigError("gpus: GPU " + id + " is listed twice");
+        c.gpus.push_back(id);
+      }
+    } else {
+      throw ConfigError("gpus: expected \"auto\" or a non-empty list of GPU ids");
+    }
+  }
+  top.integer("lookahead", c.lookahead, 0);
+  top.integer("max_builds", c.max_builds, 1);
 
   if (const toml::table* t = top.table("build")) {
     KeyReader r(*t, "build");

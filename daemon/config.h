@@ -46,6 +46,15 @@ struct Config {
   int max_fix_attempts = 2;
   double retry_wait_s = 60;  ///< wait before asking an unavailable or exhausted proposer again
 
+  /// The GPUs to train on, one worker each (their CUDA device ids, given to
+  /// the worker's children as CUDA_VISIBLE_DEVICES). Empty: "auto", every GPU
+  /// in CUDA_VISIBLE_DEVICES or else that `nvidia-smi -L` lists (gpus.h).
+  std::vector<std::string> gpus;
+  /// Candidates kept proposed (and where possible built) ahead of need, per
+  /// GPU. 0: propose only when a GPU is free (strictly one at a time).
+  int lookahead = 1;
+  int max_builds = 2;  ///< builds that may run at once (CPU work, beside training)
+
   std::string build_command =
       "cmake -S trainer -B build/trainer -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build/trainer";
   double build_timeout_s = 1800;

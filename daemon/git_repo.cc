@@ -53,6 +53,30 @@ Commit lookup_commit(git_repository* repo, const std::string& id) {
   return Commit(c);
 }
 
+Signature default_signature(git_repository* repo) {
+  git_signature* sig = nullptr;
+  if (git_signature_default(&sig, repo) < 0)
+    check(git_signature_now(&sig, "autoresearchd", "autoresearchd@localhost"), "signature");
+  return Signature(sig);
+}
+
+/// A path a commit may hold: relative, '/'-separated, no empty, "." or ".."
+/// component, no NUL or control character (C strings would cut it short).
+void check_tree_path(const std::string& path) {
+  for (unsigned char c : path)
+    if (c < 0x20 || c == 0x7f) throw GitError("path '" + path.substr(0, path.find('\0')) + "...' holds a control character");
+  if (path.empty() || path.front() == '/') throw GitError("path '" + path + "' is not relative");
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == ".." || part == ".git")
+      throw GitError("path '" + path + "' has a '" + part + "' component");
+    start = end + 1;
+  }
+}
+
 Tree commit_tree(git_repository* repo, const std::string& id) {
   Commit c = lookup_commit(repo, id);
   git_tree* t = nullptr;
@@ -161,6 +185,171 @@ std::unique_ptr<GitRepo> GitRepo::open_worktree(const std::string& name, const s
   return std::make_unique<GitRepo>(path);
 }
 
+std::unique_ptr<GitRepo> GitRepo::open_detached_worktree(const std::string& name, const std::filesystem::path& path,
+                                                        const std::string& commit) {
+  git_worktree* wt_raw = nullptr;
+  if (git_worktree_lookup(&wt_raw, repo_, name.c_str()) == 0) {
+    Worktree wt(wt_raw);
+    if (git_worktree_validate(wt.get()) == 0 && std::filesystem::exists(path / ".git")) {
+      auto repo = std::make_unique<GitRepo>(path);
+      repo->checkout_detached(commit);
+      return repo;
+    }
+    git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+    popts.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED;
+    check(git_worktree_prune(wt.get(), &popts), "prune stale worktree " + name);
+  }
+  std::filesystem::create_directories(path.parent_path());
+  if (std::filesystem::exists(path)) std::filesystem::remove_all(path);
+  // libgit2 adds a worktree on a branch only; a scratch branch holds the
+  // commit for the moment of the add, and goes once HEAD is detached.
+  const std::string scratch = "autoresearchd-slot-" + name;
+  Commit c = lookup_commit(repo_, commit);
+  git_reference* ref_raw = nullptr;
+  check(git_branch_create(&ref_raw, repo_, scratch.c_str(), c.get(), 1), "create branch " + scratch);
+  Reference ref(ref_raw);
+  git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
+  opts.ref = ref.get();
+  check(git_worktree_add(&wt_raw, repo_, name.c_str(), path.c_str(), &opts), "create worktree " + path.string());
+  git_worktree_free(wt_raw);
+  auto repo = std::make_unique<GitRepo>(path);
+  repo->checkout_detached(commit);
+  check(git_branch_delete(ref.get()), "delete branch " + scratch);
+  return repo;
+}
+
+void GitRepo::checkout_detached(const std::string& commit) {
+  git_oid oid = parse_oid(commit);
+  git_object* obj = nullptr;
+  check(git_object_lookup(&obj, repo_, &oid, GIT_OBJECT_COMMIT), "commit " + commit);
+  Object target(obj);
+  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+  co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED;
+  check(git_checkout_tree(repo_, target.get(), &co), "check out " + commit);
+  check(git_repository_set_head_detached(repo_, &oid), "detach HEAD at " + commit);
+  // The index now describes the commit's tree: write it, so that a later
+  // status compares the files against the commit and nothing else.
+  git_index* idx_raw = nullptr;
+  check(git_repository_index(&idx_raw, repo_), "index");
+  Index index(idx_raw);
+  Tree tree = commit_tree(repo_, commit);
+  check(git_index_read_tree(index.get(), tree.get()), "read tree of " + commit);
+  check(git_index_write(index.get()), "write index");
+}
+
+std::string GitRepo::commit_writes(const std::string& parent_id, const std::vector<FileWrite>& writes,
+                                   const std::string& message, const std::string& ref) {
+  Commit parent = lookup_commit(repo_, parent_id);
+  Tree parent_tree = commit_tree(repo_, parent_id);
+  git_index* idx_raw = nullptr;
+  check(git_index_new(&idx_raw), "new index");
+  Index index(idx_raw);
+  check(git_index_read_tree(index.get(), parent_tree.get()), "read tree of " + parent_id);
+  for (const FileWrite& w : writes) {
+    check_tree_path(w.path);
+    // A file may not replace a directory, nor sit below a file.
+    for (size_t slash = 0; slash != std::string::npos;) {
+      slash = w.path.find('/', slash + 1);
+      std::string prefix = w.path.substr(0, slash);
+      git_tree_entry* e = nullptr;
+      if (git_tree_entry_bypath(&e, parent_tree.get(), prefix.c_str()) != 0) break;
+      git_object_t type = git_tree_entry_type(e);
+      git_tree_entry_free(e);
+      if (slash == std::string::npos && type == GIT_OBJECT_TREE)
+        throw GitError("'" + w.path + "' is a directory in " + parent_id.substr(0, 7));
+      if (slash != std::string::npos && type != GIT_OBJECT_TREE)
+        throw GitError("'" + prefix + "' is a file in " + parent_id.substr(0, 7) + ", so '" + w.path + "' cannot be");
+    }
+    git_oid blob;
+    check(git_blob_create_from_buffer(&blob, repo_, w.content.data(), w.content.size()), "write blob " + w.path);
+    git_index_entry entry{};
+    const git_index_entry* old = git_index_get_bypath(index.get(), w.path.c_str(), 0);
+    entry.mode = old && old->mode == GIT_FILEMODE_BLOB_EXECUTABLE ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+    entry.id = blob;
+    entry.path = w.path.c_str();
+    entry.file_size = static_cast<uint32_t>(w.content.size());
+    check(git_index_add(index.get(), &entry), "add " + w.path);
+  }
+  git_oid tree_id;
+  check(git_index_write_tree_to(&tree_id, index.get(), repo_), "write tree");
+  if (git_oid_equal(&tree_id, git_commit_tree_id(parent.get()))) return "";
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo_, &tree_id), "tree");
+  Tree tree(tree_raw);
+  Signature sig = default_signature(repo_);
+  const git_commit* parents[] = {parent.get()};
+  git_oid id;
+  check(git_commit_create(&id, repo_, nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 1, parents),
+        "commit");
+  std::string out = oid_str(&id);
+  if (!ref.empty()) set_ref(ref, out, "autoresearchd: candidate");
+  return out;
+}
+
+GitRepo::CherryPick GitRepo::cherry_pick(const std::string& commit, const std::string& onto, const std::string& ref) {
+  Commit pick = lookup_commit(repo_, commit);
+  Commit ours = lookup_commit(repo_, onto);
+  git_merge_options mo = GIT_MERGE_OPTIONS_INIT;
+  git_index* idx_raw = nullptr;
+  check(git_cherrypick_commit(&idx_raw, repo_, pick.get(), ours.get(), 0, &mo), "re-apply " + commit + " onto " + onto);
+  Index index(idx_raw);
+  CherryPick out;
+  if (git_index_has_conflicts(index.get())) {
+    git_index_conflict_iterator* it_raw = nullptr;
+    check(git_index_conflict_iterator_new(&it_raw, index.get()), "conflicts");
+    const git_index_entry *ancestor, *our, *their;
+    while (git_index_conflict_next(&ancestor, &our, &their, it_raw) == 0) {
+      const git_index_entry* any = our ? our : their ? their : ancestor;
+      if (any) out.conflicts.emplace_back(any->path);
+    }
+    git_index_conflict_iterator_free(it_raw);
+    return out;
+  }
+  git_oid tree_id;
+  check(git_index_write_tree_to(&tree_id, index.get(), repo_), "write tree");
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo_, &tree_id), "tree");
+  Tree tree(tree_raw);
+  Signature committer = default_signature(repo_);
+  const git_commit* parents[] = {ours.get()};
+  git_oid id;
+  check(git_commit_create(&id, repo_, nullptr, git_commit_author(pick.get()), committer.get(), nullptr,
+                          git_commit_message(pick.get()), tree.get(), 1, parents),
+        "commit");
+  out.commit = oid_str(&id);
+  if (!ref.empty()) set_ref(ref, out.commit, "autoresearchd: re-applied");
+  return out;
+}
+
+void GitRepo::set_ref(const std::string& name, const std::string& commit, const std::string& log_message) {
+  git_oid oid = parse_oid(commit);
+  git_reference* r = nullptr;
+  check(git_reference_create(&r, repo_, name.c_str(), &oid, 1, log_message.c_str()), "set " + name);
+  git_reference_free(r);
+}
+
+std::optional<std::string> GitRepo::ref_target(const std::string& name) const {
+  git_oid oid;
+  int rc = git_reference_name_to_id(&oid, repo_, name.c_str());
+  if (rc == GIT_ENOTFOUND) return std::nullopt;
+  check(rc, "reference " + name);
+  return oid_str(&oid);
+}
+
+std::map<std::string, std::string> GitRepo::refs_with_prefix(const std::string& prefix) const {
+  std::map<std::string, std::string> out;
+  git_reference_iterator* it = nullptr;
+  check(git_reference_iterator_glob_new(&it, repo_, (prefix + "*").c_str()), "list " + prefix);
+  git_reference* r = nullptr;
+  while (git_reference_next(&r, it) == 0) {
+    Reference ref(r);
+    const git_oid* target = git_reference_target(r);
+    out[git_reference_name(r)] = target ? oid_str(target) : std::string(git_reference_symbolic_target(r));
+  }
+  git_reference_iterator_free(it);
+  return out;
+}
+
 std::vector<EditableFile> GitRepo::editable_files(const std::string& commit,
                                                   const EditablePaths& editable) const {
   Tree tree = commit_tree(repo_, commit);
@@ -207,10 +396,7 @@ std::string GitRepo::commit_paths(const std::vector<std::string>& paths, const s
   check(git_tree_lookup(&tree_raw, repo_, &tree_id), "tree");
   Tree tree(tree_raw);
 
-  git_signature* sig_raw = nullptr;
-  if (git_signature_default(&sig_raw, repo_) < 0)
-    check(git_signature_now(&sig_raw, "autoresearchd", "autoresearchd@localhost"), "signature");
-  Signature sig(sig_raw);
+  Signature sig = default_signature(repo_);
   const git_commit* parents[] = {parent.get()};
   git_oid id;
   check(git_commit_create(&id, repo_, "HEAD", sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 1,

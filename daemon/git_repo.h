@@ -4,7 +4,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,6 +55,39 @@ class GitRepo {
   /// is created at HEAD when it does not exist yet. Returns the worktree.
   std::unique_ptr<GitRepo> open_worktree(const std::string& name, const std::string& branch,
                                          const std::filesystem::path& path);
+
+  /// Opens (creating when needed) the worktree `name` at path with a detached
+  /// HEAD at commit, its files, index and untracked files exactly the commit's
+  /// (ignored files, such as a build directory, stay). The engine's slots: no
+  /// branch is checked out in them, so a branch moves by a ref update alone.
+  std::unique_ptr<GitRepo> open_detached_worktree(const std::string& name, const std::filesystem::path& path,
+                                                  const std::string& commit);
+
+  /// Detaches HEAD at commit and makes the files, the index and the untracked
+  /// (not ignored) files match it exactly: whatever a child left is removed.
+  void checkout_detached(const std::string& commit);
+
+  /// A commit whose parent is `parent` and whose tree is the parent's with
+  /// writes applied (files added or replaced; a path that names a directory,
+  /// or holds a NUL or control character, is a GitError). Made in the object
+  /// database alone: no worktree is touched. ref, when not empty, is pointed
+  /// at it. Returns "" when the writes change nothing.
+  std::string commit_writes(const std::string& parent, const std::vector<FileWrite>& writes,
+                            const std::string& message, const std::string& ref);
+
+  /// commit's change against its first parent, re-applied onto `onto`.
+  struct CherryPick {
+    std::string commit;                  ///< the new commit (parent: onto), or "" on a conflict
+    std::vector<std::string> conflicts;  ///< paths that conflict
+  };
+  CherryPick cherry_pick(const std::string& commit, const std::string& onto, const std::string& ref);
+
+  /// Points the reference name (e.g. refs/heads/autoresearch/x) at commit.
+  void set_ref(const std::string& name, const std::string& commit, const std::string& log_message);
+  /// The commit a reference points at, or nothing when it does not exist.
+  std::optional<std::string> ref_target(const std::string& name) const;
+  /// Every reference whose name starts with prefix, with its target.
+  std::map<std::string, std::string> refs_with_prefix(const std::string& prefix) const;
 
   /// The editable files of a commit, from its tree.
   std::vector<EditableFile> editable_files(const std::string& commit, const EditablePaths& editable) const;

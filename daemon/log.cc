@@ -6,7 +6,7 @@
 namespace ard {
 
 Log::Log(const std::filesystem::path& path, bool echo) : echo_(echo) {
-  if (!path.empty()) file_ = std::fopen(path.c_str(), "a");
+  if (!path.empty()) file_ = std::fopen(path.c_str(), "ae");  // close-on-exec: children never inherit it
   if (!file_) echo_ = true;  // a log that cannot be opened still reaches stderr
 }
 

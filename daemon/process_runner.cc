@@ -1,21 +1,21 @@
-// See process_runner.h. The child waits on a pipe between fork and exec, so the
-// parent has recorded its group id before the command starts; the pipe is
-// close-on-exec, so it never leaks into the command.
+// See process_runner.h. The blocking runner is a private io_context that runs
+// one ChildProcess, and a wait on the stop flag's pipe.
 #include "daemon/process_runner.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
-extern char** environ;
+#include "daemon/child_process.h"
 
 namespace ard {
 namespace {
@@ -24,18 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// Waits up to timeout_s for pid; true when it was reaped into *status.
-bool wait_for(pid_t pid, int* status, double timeout_s) {
-  auto t0 = Clock::now();
-  while (true) {
-    pid_t r = waitpid(pid, status, WNOHANG);
-    if (r == pid) return true;
-    if (r < 0 && errno != EINTR) return true;  // already reaped: nothing to wait for
-    if (since(t0) >= timeout_s) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
+/// Waits until the group has no live member; a killed group's members need a
+/// moment to be reaped by their parents. Bounded: gives up after timeout_s.
 void wait_group_gone(pid_t pgid, double timeout_s) {
   auto t0 = Clock::now();
   while (!group_members(pgid).empty() && since(t0) < timeout_s)
@@ -62,115 +52,53 @@ std::string ProcessResult::describe() const {
   return os.str();
 }
 
+StopFlag::StopFlag() {
+  if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+}
+
+StopFlag::~StopFlag() {
+  for (int fd : fds_)
+    if (fd >= 0) ::close(fd);
+}
+
+void StopFlag::request() {
+  char c = 1;
+  (void)!::write(fds_[1], &c, 1);
+}
+
+bool StopFlag::requested() const {
+  struct stat st {};
+  // A pipe's st_size is the number of unread bytes on Linux.
+  return fstat(fds_[0], &st) == 0 && st.st_size > 0;
+}
+
 ProcessResult PosixProcessRunner::run(const ProcessSpec& spec, const OnStart& on_start) {
+  boost::asio::io_context io;
+  ChildSpec child{spec.command, {}, spec.cwd, spec.env, spec.log, spec.timeout_s, kill_grace_s_};
   ProcessResult result;
-  int log_fd = open(spec.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    result.error = "cannot open log " + spec.log.string() + ": " + strerror(errno);
-    return result;
-  }
-  int gate[2];
-  if (pipe2(gate, O_CLOEXEC) != 0) {
-    close(log_fd);
-    result.error = std::string("pipe: ") + strerror(errno);
-    return result;
-  }
-  // Everything the child needs is built before fork: after it, only
-  // async-signal-safe calls.
-  std::vector<char*> argv = {const_cast<char*>("sh"), const_cast<char*>("-c"),
-                             const_cast<char*>(spec.command.c_str()), nullptr};
-  std::vector<char*> envp;
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  std::string cwd = spec.cwd.string();
-
-  auto t0 = Clock::now();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(log_fd);
-    close(gate[0]);
-    close(gate[1]);
-    result.error = std::string("fork: ") + strerror(errno);
-    return result;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    close(gate[1]);
-    char go = 0;
-    if (read(gate[0], &go, 1) != 1) _exit(127);  // the parent could not record us
-    int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD}) signal(sig, SIG_DFL);
-    if (chdir(cwd.c_str()) != 0) {
-      const char msg[] = "autoresearchd: cannot enter the working directory\n";
-      (void)!write(2, msg, sizeof msg - 1);
-      _exit(127);
+  std::exception_ptr record_error;  // on_start's failure goes back to the caller as it was thrown
+  auto record = [&](pid_t pgid) {
+    try {
+      if (on_start) on_start(pgid);
+    } catch (...) {
+      record_error = std::current_exception();
+      throw;
     }
-    execve("/bin/sh", argv.data(), envp.data());
-    _exit(127);
+  };
+  std::unique_ptr<boost::asio::posix::stream_descriptor> stop_wait;
+  auto proc = ChildProcess::start(io, child, record, [&](const ProcessResult& r) {
+    result = r;
+    if (stop_wait) stop_wait->cancel();
+  });
+  if (stop_) {
+    stop_wait = std::make_unique<boost::asio::posix::stream_descriptor>(io, ::dup(stop_->wait_fd()));
+    stop_wait->async_wait(boost::asio::posix::stream_descriptor::wait_read, [&](const boost::system::error_code& e) {
+      if (!e) proc->stop();
+    });
   }
-  close(gate[0]);
-  close(log_fd);
-  setpgid(pid, pid);  // also here, so the group exists whichever side runs first
-  try {
-    if (on_start) on_start(pid);
-  } catch (...) {
-    close(gate[1]);
-    kill(-pid, SIGKILL);
-    int st;
-    waitpid(pid, &st, 0);
-    throw;
-  }
-  char go = 1;
-  ssize_t w = write(gate[1], &go, 1);
-  close(gate[1]);
-  if (w != 1) {
-    kill(-pid, SIGKILL);
-    int st;
-    waitpid(pid, &st, 0);
-    result.error = "cannot release the child";
-    return result;
-  }
-
-  int status = 0;
-  bool reaped = false;
-  while (!reaped) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      reaped = true;
-      break;
-    }
-    bool timed_out = spec.timeout_s > 0 && since(t0) >= spec.timeout_s;
-    bool stopped = stop_ && stop_->load();
-    if (timed_out || stopped) {
-      result.end = timed_out ? ProcessResult::End::kTimedOut : ProcessResult::End::kStopped;
-      kill(-pid, SIGTERM);
-      if (!wait_for(pid, &status, kill_grace_s_)) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, &status, 0);
-      }
-      result.seconds = since(t0);
-      kill(-pid, SIGKILL);  // whatever of the group outlived the shell
-      wait_group_gone(pid, 5);
-      return result;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  result.seconds = since(t0);
-  // A finished command may have left background children in its group.
-  kill(-pid, SIGKILL);
-  if (WIFEXITED(status)) {
-    result.end = ProcessResult::End::kExited;
-    result.code = WEXITSTATUS(status);
-  } else {
-    result.end = ProcessResult::End::kSignaled;
-    result.code = WTERMSIG(status);
-  }
+  io.run();
+  if (proc->pgid() > 0) wait_group_gone(proc->pgid(), 5);
+  if (record_error) std::rethrow_exception(record_error);
   return result;
 }
 

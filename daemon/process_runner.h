@@ -1,13 +1,13 @@
-// Child processes: every build, stage and prepare command runs through a
-// ProcessRunner. The POSIX runner starts `/bin/sh -c command` in its own
-// process group, with a scrubbed environment and its output in a log file,
-// reports the group id before the command runs (so the daemon can record it),
-// and kills the whole group on timeout, on stop, and when the command ends.
+// Child processes outside the engine's loop: the ProcessRunner seam that the
+// data step and `autoresearchd prepare` use, and its POSIX runner, a blocking
+// call over one ChildProcess (child_process.h: own process group, scrubbed
+// environment, log file, group id reported before the command runs, the whole
+// group killed on timeout, on stop, and when the command ends). Also the
+// process-group helpers the daemon's reconcile uses.
 #pragma once
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -29,6 +29,7 @@ struct ProcessResult {
   int code = 0;  ///< exit code, or the signal for kSignaled
   double seconds = 0;
   std::string error;  ///< for kSpawnFailed
+  std::string log_error;  ///< the log could not be written (a full disk, say): its output is incomplete
   bool ok() const { return end == End::kExited && code == 0; }
   /// One line: "exit code 1", "killed by signal 11 (Segmentation fault)", ...
   std::string describe() const;
@@ -42,16 +43,33 @@ class ProcessRunner {
   virtual ProcessResult run(const ProcessSpec& spec, const OnStart& on_start) = 0;
 };
 
+/// A stop request an event loop can wait on without polling: request() writes
+/// to a pipe (async-signal-safe, so a signal handler may call it) and the
+/// pipe's read end becomes readable for good.
+class StopFlag {
+ public:
+  StopFlag();
+  ~StopFlag();
+  StopFlag(const StopFlag&) = delete;
+  StopFlag& operator=(const StopFlag&) = delete;
+  void request();
+  bool requested() const;
+  int wait_fd() const { return fds_[0]; }
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
 class PosixProcessRunner : public ProcessRunner {
  public:
-  /// stop, when set, ends a running child as kStopped. kill_grace_s is how long
-  /// a group gets between SIGTERM and SIGKILL.
-  explicit PosixProcessRunner(const std::atomic<bool>* stop = nullptr, double kill_grace_s = 2)
+  /// stop, when requested, ends a running child as kStopped. kill_grace_s is
+  /// how long a group gets between SIGTERM and SIGKILL.
+  explicit PosixProcessRunner(const StopFlag* stop = nullptr, double kill_grace_s = 2)
       : stop_(stop), kill_grace_s_(kill_grace_s) {}
   ProcessResult run(const ProcessSpec& spec, const OnStart& on_start) override;
 
  private:
-  const std::atomic<bool>* stop_;
+  const StopFlag* stop_;
   double kill_grace_s_;
 };
 

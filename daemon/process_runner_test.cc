@@ -24,7 +24,7 @@ class RunnerTest : public ::testing::Test {
   }
   ProcessResult run(const ProcessSpec& s) { return runner.run(s, [this](pid_t g) { pgid = g; }); }
   testing::TempDir dir;
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   PosixProcessRunner runner{&stop, 0.5};
   pid_t pgid = 0;
 };
@@ -76,7 +76,7 @@ TEST_F(RunnerTest, BackgroundChildrenDieWithTheCommand) {
 TEST_F(RunnerTest, StopEndsTheChild) {
   std::thread t([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    stop = true;
+    stop.request();
   });
   auto r = run(spec("sleep 30"));
   t.join();
@@ -106,8 +106,8 @@ TEST_F(RunnerTest, BadWorkingDirectoryFails) {
   auto s = spec("true");
   s.cwd = dir / "missing";
   auto r = run(s);
-  EXPECT_EQ(r.code, 127);
-  EXPECT_THAT(read_file(dir / "log.txt"), HasSubstr("cannot enter"));
+  EXPECT_EQ(r.end, ProcessResult::End::kSpawnFailed);
+  EXPECT_THAT(r.describe(), HasSubstr("cannot enter the working directory"));
 }
 
 TEST(OrphanGroup, KillsOnlyGroupsRunningUnderThePrefix) {

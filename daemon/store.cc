@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kExperimentColumns =
     "id, tag, is_baseline, parent_commit, commit_hash, description, program_hash, proposer, fix_of, "
     "state, stage, stage_started_at, stage_deadline, stage_expected, pgid, val_bpb, peak_vram_mb, "
-    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at";
+    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from";
 
 ExperimentRow read_experiment(const Statement& s) {
   ExperimentRow r;
@@ -41,6 +41,8 @@ ExperimentRow read_experiment(const Statement& s) {
   r.log_tail = s.text(21);
   r.started_at = s.real(22);
   r.ended_at = s.opt_real(23);
+  r.gpu = s.text(24);
+  r.reapplied_from = s.text(25);
   return r;
 }
 
@@ -76,7 +78,7 @@ double now_seconds() {
 bool is_final_state(const std::string& state) {
   for (const char* s : {status::kKept, status::kDiscarded, status::kCrash, status::kTimeout,
                         status::kBuildFail, status::kTampered, status::kPatchRejected,
-                        status::kProposerError, status::kInterrupted})
+                        status::kProposerError, status::kInterrupted, status::kConflict})
     if (state == s) return true;
   return false;
 }
@@ -198,6 +200,50 @@ void Store::set_metrics(int64_t id, const RunMetrics& m) {
       .bind(5, id).run();
 }
 
+void Store::set_gpu(int64_t id, const std::string& gpu) {
+  db_.prepare("UPDATE experiments SET gpu=? WHERE id=?").bind(1, gpu).bind(2, id).run();
+}
+
+void Store::set_reapplied(int64_t id, const std::string& commit, const std::string& parent, const std::string& diff) {
+  db_.prepare(
+         "UPDATE experiments SET reapplied_from=coalesce(reapplied_from, commit_hash), commit_hash=?, "
+         "parent_commit=?, diff=?, state='committed', val_bpb=NULL, peak_vram_mb=NULL, training_seconds=NULL, "
+         "summary_json=NULL WHERE id=?")
+      .bind(1, commit).bind(2, parent).bind(3, diff).bind(4, id).run();
+}
+
+int64_t Store::begin_trial(int64_t experiment_id, const std::string& tag, const std::string& gpu,
+                           const std::string& purpose, const std::string& commit) {
+  db_.prepare(
+         "INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at) VALUES(?,?,?,?,?,?)")
+      .bind(1, experiment_id).bind(2, tag).bind(3, gpu).bind(4, purpose).bind(5, commit).bind(6, now_seconds())
+      .run();
+  return db_.last_insert_id();
+}
+
+void Store::end_trial(int64_t trial_id, const std::string& status, std::optional<double> training_seconds,
+                      std::optional<double> val_bpb, const std::string& summary_json) {
+  db_.prepare("UPDATE trials SET ended_at=?, status=?, training_seconds=?, val_bpb=?, summary_json=? WHERE id=?")
+      .bind(1, now_seconds()).bind(2, status).bind(3, training_seconds).bind(4, val_bpb).bind(5, summary_json)
+      .bind(6, trial_id).run();
+}
+
+std::vector<TrialRow> Store::trials(const std::string& tag) {
+  auto s = db_.prepare(
+      "SELECT id, experiment_id, gpu, purpose, commit_hash, started_at, ended_at, training_seconds, val_bpb, "
+      "coalesce(status, '') FROM trials WHERE tag=? ORDER BY id");
+  s.bind(1, tag);
+  std::vector<TrialRow> out;
+  while (s.step())
+    out.push_back({s.integer(0), s.integer(1), s.text(2), s.text(3), s.text(4), s.real(5), s.opt_real(6),
+                   s.opt_real(7), s.opt_real(8), s.text(9)});
+  return out;
+}
+
+void Store::close_open_trials() {
+  db_.prepare("UPDATE trials SET ended_at=?, status='interrupted' WHERE ended_at IS NULL").bind(1, now_seconds()).run();
+}
+
 void Store::finish(int64_t id, const std::string& final_status, const std::string& error,
                    const std::string& log_tail) {
   db_.prepare("UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, ended_at=? WHERE id=?")
@@ -273,6 +319,22 @@ void Store::set_session_data_dir(int64_t id, const std::string& data_dir) {
   db_.prepare("UPDATE sessions SET data_dir=? WHERE id=?").bind(1, data_dir).bind(2, id).run();
 }
 
+void Store::set_session_gpus(int64_t id, const std::string& gpus) {
+  db_.prepare("UPDATE sessions SET gpus=? WHERE id=?").bind(1, gpus).bind(2, id).run();
+}
+
+std::vector<SessionRow> Store::sessions(const std::string& tag) {
+  auto s = db_.prepare(
+      "SELECT id, tag, pid, data_dir, started_at, ended_at, coalesce(end_reason, ''), gpus FROM sessions "
+      "WHERE tag=? ORDER BY id");
+  s.bind(1, tag);
+  std::vector<SessionRow> out;
+  while (s.step())
+    out.push_back(SessionRow{s.integer(0), s.text(1), s.integer(2), s.text(3), s.real(4), s.opt_real(5), s.text(6),
+                             s.text(7)});
+  return out;
+}
+
 void Store::end_session(int64_t id, const std::string& reason) {
   db_.prepare("UPDATE sessions SET ended_at=?, end_reason=? WHERE id=?")
       .bind(1, now_seconds()).bind(2, reason).bind(3, id).run();
@@ -286,10 +348,11 @@ int Store::close_dead_sessions() {
 
 std::optional<SessionRow> Store::last_session() {
   auto s = db_.prepare(
-      "SELECT id, tag, pid, data_dir, started_at, ended_at, end_reason FROM sessions ORDER BY id DESC "
+      "SELECT id, tag, pid, data_dir, started_at, ended_at, end_reason, gpus FROM sessions ORDER BY id DESC "
       "LIMIT 1");
   if (!s.step()) return std::nullopt;
-  return SessionRow{s.integer(0), s.text(1), s.integer(2), s.text(3), s.real(4), s.opt_real(5), s.text(6)};
+  return SessionRow{s.integer(0), s.text(1), s.integer(2), s.text(3), s.real(4), s.opt_real(5), s.text(6),
+                    s.text(7)};
 }
 
 void Store::record(const llm::CallRecord& c) {

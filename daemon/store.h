@@ -29,6 +29,9 @@ inline constexpr const char* kTampered = "tampered";
 inline constexpr const char* kPatchRejected = "patch_rejected";
 inline constexpr const char* kProposerError = "proposer_error";
 inline constexpr const char* kInterrupted = "interrupted";
+/// A winner against an older best whose change does not re-apply onto the
+/// best of the moment.
+inline constexpr const char* kConflict = "conflict";
 }  // namespace status
 
 /// True for the states an experiment ends in.
@@ -55,6 +58,22 @@ struct ExperimentRow {
   std::string log_tail;
   double started_at = 0;
   std::optional<double> ended_at;
+  std::string gpu;             ///< the GPU it trains or trained on; empty before one is assigned
+  std::string reapplied_from;  ///< its own commit, when commit is that change re-applied onto a newer best
+};
+
+/// One execution of an experiment's stages on one GPU.
+struct TrialRow {
+  int64_t id = 0;
+  int64_t experiment_id = 0;
+  std::string gpu;
+  std::string purpose;  ///< baseline, candidate, reapplied
+  std::string commit;
+  double started_at = 0;
+  std::optional<double> ended_at;
+  std::optional<double> training_seconds;
+  std::optional<double> val_bpb;
+  std::string status;  ///< ok, or the failure status
 };
 
 struct SessionRow {
@@ -65,6 +84,7 @@ struct SessionRow {
   double started_at = 0;
   std::optional<double> ended_at;
   std::string end_reason;
+  std::string gpus;  ///< comma-separated worker GPUs ('' : one worker with no device)
 };
 
 struct LlmTotals {
@@ -112,6 +132,21 @@ class Store : public llm::CallSink {
                  double deadline, double expected_end);
   void set_pgid(int64_t id, std::optional<int64_t> pgid);
   void set_metrics(int64_t id, const RunMetrics& metrics);
+  void set_gpu(int64_t id, const std::string& gpu);
+  /// The experiment's change re-applied onto a newer best: its commit, parent
+  /// and diff become the new ones, its own commit is kept in reapplied_from,
+  /// and it is back in state committed.
+  void set_reapplied(int64_t id, const std::string& commit, const std::string& parent, const std::string& diff);
+
+  // Trials: every execution of an experiment's stages on a GPU.
+  int64_t begin_trial(int64_t experiment_id, const std::string& tag, const std::string& gpu,
+                      const std::string& purpose, const std::string& commit);
+  void end_trial(int64_t trial_id, const std::string& status, std::optional<double> training_seconds,
+                 std::optional<double> val_bpb, const std::string& summary_json);
+  /// Oldest first.
+  std::vector<TrialRow> trials(const std::string& tag);
+  /// Closes trials a killed daemon left open (ended_at = now, status interrupted).
+  void close_open_trials();
   /// Moves the experiment to a final status, with a one-line error and a log tail.
   void finish(int64_t id, const std::string& final_status, const std::string& error,
               const std::string& log_tail);
@@ -132,6 +167,9 @@ class Store : public llm::CallSink {
   // Sessions.
   int64_t begin_session(const std::string& tag, int64_t pid);
   void set_session_data_dir(int64_t id, const std::string& data_dir);
+  void set_session_gpus(int64_t id, const std::string& gpus);
+  /// Every session of the tag, oldest first.
+  std::vector<SessionRow> sessions(const std::string& tag);
   void end_session(int64_t id, const std::string& reason);
   /// Closes sessions a killed daemon left open; returns how many.
   int close_dead_sessions();

@@ -35,13 +35,22 @@ std::string ChatClient::redact(std::string s) const {
 
 double ChatClient::backoff(int retry) {
   double base = std::min(config_.max_backoff_s, config_.backoff_s * std::pow(2.0, retry));
+  std::lock_guard<std::mutex> lock(rng_mutex_);
   return base * std::uniform_real_distribution<double>(0.5, 1.0)(rng_);
 }
 
-ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id, int attempt) {
+ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id, int attempt,
+                           const std::atomic<bool>* cancel) {
   HttpRequest request = build_request(config_, api_key_, conversation);
+  request.cancel = cancel;
   ChatResult result;
+  auto cancelled = [&] { return cancel && cancel->load(); };
   for (int retry = 0;; ++retry) {
+    if (cancelled()) {
+      result.error = CallError::kCancelled;
+      result.message = "cancelled: the daemon is stopping";
+      return result;
+    }
     HttpResponse response = http_post(request);
     CallOutcome o = parse_response(config_, response);
     ++result.calls;
@@ -78,7 +87,12 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
                        " s (more than max_backoff_s): " + o.message;
       return result;
     }
-    sleeper_(wait);
+    if (!cancel) {
+      sleeper_(wait);
+    } else {
+      // The wait goes in slices, so a stop is seen within a tenth of a second.
+      for (double left = wait; left > 0 && !cancelled(); left -= 0.1) sleeper_(std::min(left, 0.1));
+    }
   }
 }
 

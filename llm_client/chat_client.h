@@ -8,7 +8,9 @@
 // leaves this class has the key replaced by "[redacted]".
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -44,8 +46,11 @@ class ChatClient {
   /// jitter sequence for tests.
   ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper = sleep_seconds, uint64_t jitter_seed = 0);
 
-  /// Asks; experiment_id and attempt label the call records.
-  ChatResult ask(const Conversation& conversation, long experiment_id, int attempt);
+  /// Asks; experiment_id and attempt label the call records. cancel, when
+  /// set, ends a call in flight and the waits between retries (kCancelled).
+  /// Safe to call from several threads at once.
+  ChatResult ask(const Conversation& conversation, long experiment_id, int attempt,
+                 const std::atomic<bool>* cancel = nullptr);
 
   const LlmConfig& config() const { return config_; }
   /// s with every occurrence of the API key replaced.
@@ -59,6 +64,7 @@ class ChatClient {
   std::string api_key_;
   CallSink* sink_;
   Sleeper sleeper_;
+  std::mutex rng_mutex_;  ///< asks run on several threads at once
   std::mt19937_64 rng_;
 };
 

@@ -52,6 +52,7 @@ CallOutcome transport_failure(const HttpResponse& r) {
   switch (r.transport) {
     case HttpResponse::Transport::kConnect: o.error = CallError::kConnect; o.status = "connect_error"; break;
     case HttpResponse::Transport::kTimeout: o.error = CallError::kTimeout; o.status = "timeout"; break;
+    case HttpResponse::Transport::kCancelled: o.error = CallError::kCancelled; o.status = "cancelled"; break;
     default: o.error = CallError::kNetwork; o.status = "network_error"; break;
   }
   o.message = o.status + ": " + one_line(r.transport_error);

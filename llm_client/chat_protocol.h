@@ -38,6 +38,7 @@ enum class CallError {
   kEmpty,        ///< 200 with no text in the answer
   kTruncated,    ///< stopped at the output-token limit
   kBadJson,      ///< 200 whose body is not the protocol's JSON
+  kCancelled,    ///< the daemon is stopping: the call was abandoned
 };
 
 /// Worth calling again after a wait (transport, 429, 5xx).

@@ -43,6 +43,12 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+/// libcurl calls this about every 100 ms, data or not: a non-zero return
+/// aborts the transfer.
+int on_progress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+}
+
 }  // namespace
 
 HttpResponse http_post(const HttpRequest& request) {
@@ -74,6 +80,11 @@ HttpResponse http_post(const HttpRequest& request) {
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &out.headers);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "autoresearchd/0.1");
+  if (request.cancel) {
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, request.cancel);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  }
 
   auto start = std::chrono::steady_clock::now();
   CURLcode rc = curl_easy_perform(c);
@@ -89,6 +100,7 @@ HttpResponse http_post(const HttpRequest& request) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_CONNECT: out.transport = HttpResponse::Transport::kConnect; break;
+    case CURLE_ABORTED_BY_CALLBACK: out.transport = HttpResponse::Transport::kCancelled; break;
     default: out.transport = HttpResponse::Transport::kOther; break;
   }
   out.transport_error = error[0] ? std::string(error) : std::string(curl_easy_strerror(rc));

@@ -5,6 +5,7 @@
 // so request headers (which carry the API key) never reach any output.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ struct HttpRequest {
   std::string body;
   double connect_timeout_s = 10;
   double total_timeout_s = 600;
+  /// When set (the daemon is stopping), the transfer is abandoned within
+  /// about 100 ms and comes back as kCancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct HttpResponse {
@@ -25,6 +29,7 @@ struct HttpResponse {
     kConnect,  ///< could not resolve or connect
     kTimeout,  ///< connect or total timeout
     kOther,    ///< any other transport failure (reset, TLS, ...)
+    kCancelled,  ///< the request's cancel flag was set
   };
   Transport transport = Transport::kOther;
   std::string transport_error;                ///< one line, for anything but kOk

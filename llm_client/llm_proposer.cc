@@ -33,8 +33,13 @@ ard::ProposalResult LlmProposer::propose(const ard::ProposalContext& context) {
     ard::ProposalAttempt a;
     // The first round stores the whole prompt; a later one only what it added.
     a.prompt = round == 1 ? render(conv) : "[user]\n" + conv.messages.back().content;
-    ChatResult answer = client_.ask(conv, context.experiment_id, round);
+    ChatResult answer = client_.ask(conv, context.experiment_id, round, context.cancel);
     a.response = answer.text;
+    if (answer.error == CallError::kCancelled) {
+      a.error = answer.message;
+      attempts.push_back(std::move(a));
+      return failed(ard::ProposalError::Kind::kUnavailable, answer.message, std::move(attempts));
+    }
     if (is_retryable(answer.error) || is_fatal(answer.error)) {
       a.error = answer.message;
       // No answer came back: a first round's prompt would only be stored again

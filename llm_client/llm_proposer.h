@@ -23,6 +23,8 @@ class LlmProposer : public ard::Proposer {
 
   std::string name() const override;
   ard::ProposalResult propose(const ard::ProposalContext& context) override;
+  /// Each call builds its own prompt and HTTP request; the client is safe to share.
+  bool concurrent() const override { return true; }
 
  private:
   ChatClient client_;

@@ -95,8 +95,12 @@ class Proposer {
   virtual ~Proposer() = default;
   /// A short name for logs and the database ("scripted", "llm:openai/gpt-x").
   virtual std::string name() const = 0;
-  /// Proposes one edit. Must not throw for expected failures.
+  /// Proposes one edit. Must not throw for expected failures. Called on a
+  /// thread of its own, never the daemon's event loop.
   virtual ProposalResult propose(const ProposalContext& context) = 0;
+  /// Whether propose() may run on several threads at once (several GPUs ask
+  /// ahead in parallel). A proposer that keeps order-dependent state says no.
+  virtual bool concurrent() const { return false; }
 };
 
 }  // namespace ard

@@ -79,6 +79,7 @@ budget_s = 1
 startup_s = 1
 retry_wait_s = 0.2
 max_fix_attempts = 1
+lookahead = 0
 )" + extra + R"(
 [build]
 command = "mkdir -p build && env > build/env.txt && )" + kFake + R"( build trainer/train.cu"
@@ -274,7 +275,9 @@ TEST_F(DaemonE2E, SigkillMidRunThenRestartReconciles) {
   ASSERT_EQ(rows.size(), 2u);
   pid_t pgid = static_cast<pid_t>(*rows[1].pgid);
   ASSERT_FALSE(group_members(pgid).empty());
-  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), rows[1].commit);  // the hanging edit is the tip
+  // The branch holds kept commits only; the candidate lives under its own ref.
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), base);
+  EXPECT_EQ(trim(git("rev-parse refs/autoresearch/e2e/exp/" + std::to_string(rows[1].id)).out), rows[1].commit);
   kill(first, SIGKILL);
   int st;
   waitpid(first, &st, 0);

@@ -1,6 +1,7 @@
-// Unit tests of the loop's helpers; the loop itself runs end to end in
-// tests/daemon/e2e_test.cc against real processes and a real repo.
-#include "daemon/experiment_loop.h"
+// Unit tests of the engine's helpers; the engine itself runs end to end in
+// tests/daemon/e2e_test.cc and tests/daemon/engine_e2e_test.cc against real
+// processes and real repos.
+#include "daemon/engine.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,841 @@
+// See engine.h. Rules every handler follows:
+// - the store first, then the branch: an outcome is recorded before
+//   autoresearch/<tag> moves, so a daemon killed between the two restarts
+//   into a branch that reconcile resets to the best kept commit;
+// - a handler never calls pump() itself: it schedules one (schedule_pump), so
+//   no loop over the candidates sees a candidate erased under it;
+// - a candidate that ends (kept, or any failure) is erased at once, its
+//   worker and slot freed, and its slot checked out at the best again.
+#include "daemon/engine.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "daemon/data_prep.h"
+#include "daemon/fatal_error.h"
+#include "daemon/summary.h"
+
+namespace ard {
+namespace asio = boost::asio;
+
+namespace {
+
+/// How long stop() waits for proposal threads before it gives them up.
+constexpr double kProposalGraceS = 8;
+/// How often a candidate's change is re-applied onto a newer best at most.
+constexpr int kMaxReapplies = 3;
+
+std::string short_id(const std::string& commit) { return commit.substr(0, 7); }
+
+std::string one_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  size_t a = line.find_first_not_of(" \t\r");
+  size_t b = line.find_last_not_of(" \t\r");
+  line = a == std::string::npos ? "" : line.substr(a, b - a + 1);
+  if (line.size() > 200) line = line.substr(0, 197) + "...";
+  return line.empty() ? "(no description)" : line;
+}
+
+std::string fmt_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string first_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) return line;
+  return "";
+}
+
+std::string join(const std::vector<std::string>& items, size_t max_items) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < max_items; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > max_items) out += ", ...";
+  return out;
+}
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
+                       const std::string& worktree) {
+  const std::pair<std::string, std::string> vars[] = {
+      {"{data_dir}", data_dir}, {"{budget}", fmt_number(budget_s)}, {"{worktree}", worktree}};
+  std::string out = command;
+  for (const auto& [key, value] : vars) {
+    for (size_t pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos + value.size()))
+      out.replace(pos, key.size(), value);
+  }
+  return out;
+}
+
+std::string compiler_errors(const std::string& log) {
+  std::istringstream in(log);
+  std::string out;
+  int n = 0;
+  for (std::string line; std::getline(in, line) && n < 40;) {
+    if (line.find("error") != std::string::npos || line.find("Error") != std::string::npos) {
+      out += line + "\n";
+      ++n;
+    }
+  }
+  if (!out.empty()) return out;
+  // No line says error: the tail is the best we have.
+  std::vector<std::string> lines;
+  std::istringstream again(log);
+  for (std::string line; std::getline(again, line);) lines.push_back(line);
+  for (size_t i = lines.size() > 30 ? lines.size() - 30 : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
+void LoopCallSink::record(const llm::CallRecord& call) {
+  asio::post(io_, [store = &store_, call] { store->record(call); });
+}
+
+/// The engine closes it when it is destroyed, so a thread that outlives the
+/// engine (a proposer that ignored the stop) posts nothing.
+struct Engine::Mailbox {
+  std::mutex mutex;
+  asio::io_context* io = nullptr;
+  template <typename F>
+  void post(F&& f) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (io) asio::post(*io, std::forward<F>(f));
+  }
+};
+
+struct Engine::ProposalDone {
+  int64_t id = 0;
+  std::optional<Fix> fix;
+  ProposalResult result;
+};
+
+Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
+               Log& log, std::vector<std::string> gpus)
+    : io_(io),
+      config_(config),
+      state_(state),
+      store_(store),
+      proposer_(proposer),
+      log_(log),
+      editable_(config.editable),
+      env_(scrubbed_env(config.env_pass)),
+      branch_ref_("refs/heads/autoresearch/" + config.tag),
+      signals_(io, SIGTERM, SIGINT),
+      retry_timer_(io),
+      stop_deadline_(io),
+      mailbox_(std::make_shared<Mailbox>()),
+      cancel_(std::make_shared<std::atomic<bool>>(false)),
+      threads_inside_(std::make_shared<std::atomic<int>>(0)) {
+  if (gpus.empty()) gpus.push_back("");
+  for (auto& g : gpus) workers_.push_back({std::move(g), 0});
+  mailbox_->io = &io_;
+}
+
+Engine::~Engine() {
+  std::lock_guard<std::mutex> lock(mailbox_->mutex);
+  mailbox_->io = nullptr;
+}
+
+int Engine::run() {
+  state_.create();
+  repo_ = std::make_unique<GitRepo>(config_.repo);
+  repo_->exclude("/.autoresearchd/");
+  reconcile();
+  open_slots();
+  session_ = store_.begin_session(config_.tag, getpid());
+  std::string gpu_list;
+  for (const auto& w : workers_) gpu_list += (gpu_list.empty() ? "" : ",") + w.gpu;
+  store_.set_session_gpus(session_, gpu_list);
+  log_("session " + std::to_string(session_) + ": tag " + config_.tag + ", branch autoresearch/" + config_.tag +
+       ", best " + short_id(best_commit_) + ", proposer " + proposer_.name() + ", " +
+       (workers_.front().gpu.empty() ? std::string("one worker (no GPU id)")
+                                     : std::to_string(workers_.size()) + " GPU worker(s): " + gpu_list));
+  signals_.async_wait([this](const boost::system::error_code& e, int sig) {
+    if (!e) on_signal(sig);
+  });
+  if (config_.data.enabled) prepare_data_then_begin();
+  else asio::post(io_, [this] { begin(); });
+  io_.run();
+  if (fatal_) throw FatalError(*fatal_);
+  return threads_inside_->load();
+}
+
+void Engine::reconcile() {
+  if (int n = store_.close_dead_sessions()) log_("reconcile: closed " + std::to_string(n) + " session(s) of a killed daemon");
+  store_.close_open_trials();
+  for (const auto& r : store_.unfinished()) {
+    if (store_.delete_if_empty(r.id)) continue;  // was only waiting for a proposal
+    if (r.pgid && kill_orphan_group(static_cast<pid_t>(*r.pgid), state_.root))
+      log_("reconcile: killed orphaned process group " + std::to_string(*r.pgid) + " of #" + std::to_string(r.id));
+    std::string where = r.state + (r.stage.empty() || r.state == "proposing" ? "" : " (stage " + r.stage + ")");
+    store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail);
+    log_("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
+  }
+
+  std::optional<std::string> tip = repo_->ref_target(branch_ref_);
+  if (!tip) {
+    tip = repo_->head();
+    repo_->set_ref(branch_ref_, *tip, "autoresearchd: new run");
+  }
+  if (auto base = store_.run_base(config_.tag)) {
+    base_commit_ = *base;
+    if (!repo_->has_commit(base_commit_))
+      throw FatalError("base commit " + base_commit_ + " of tag " + config_.tag + " is not in the repo");
+  } else {
+    base_commit_ = *tip;
+    store_.add_run(config_.tag, "autoresearch/" + config_.tag, base_commit_);
+  }
+  auto best = store_.best(config_.tag);
+  best_commit_ = best ? best->commit : base_commit_;
+  best_val_ = best ? best->val_bpb : std::nullopt;
+  if (!repo_->has_commit(best_commit_))
+    throw FatalError("kept commit " + best_commit_ + " of #" + std::to_string(best->id) + " is not in the repo");
+  if (*tip != best_commit_) {
+    log_("reconcile: autoresearch/" + config_.tag + " tip " + short_id(*tip) + " is not the best kept commit; reset to " +
+         short_id(best_commit_));
+    repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: reset to the best kept commit");
+  }
+}
+
+void Engine::open_slots() {
+  // One slot a GPU trains in, and one for each candidate built ahead.
+  size_t n = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
+  for (size_t i = 0; i < n; ++i) {
+    std::string name = i == 0 ? config_.tag : config_.tag + "+" + std::to_string(i);
+    auto path = state_.root / "worktrees" / name;
+    // Checking out the best also drops whatever an interrupted experiment left.
+    slots_.push_back({path, repo_->open_detached_worktree(name, path, best_commit_), 0});
+  }
+}
+
+void Engine::prepare_data_then_begin() {
+  data_running_ = true;
+  data_stop_ = std::make_unique<StopFlag>();
+  auto box = mailbox_;
+  std::filesystem::path worktree = slots_.front().path;
+  std::thread([this, box, worktree, stop = data_stop_.get()] {
+    std::string dir, error;
+    try {
+      PosixProcessRunner runner(stop);
+      dir = prepare_data(config_, worktree, state_, runner, log_);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    box->post([this, dir, error] {
+      data_running_ = false;
+      if (stopping_) return maybe_finish_stop();
+      if (!error.empty()) return fatal(error);
+      data_dir_ = dir;
+      store_.set_session_data_dir(session_, data_dir_);
+      begin();
+    });
+  }).detach();
+}
+
+void Engine::begin() {
+  if (stopping_) return;
+  started_ = true;
+  bool need_baseline = true;
+  for (const auto& r : store_.experiments(config_.tag))
+    if (r.is_baseline && r.state != status::kInterrupted) need_baseline = false;
+  if (need_baseline) {
+    std::string hash;
+    read_program(hash);
+    int64_t id = store_.create_experiment(config_.tag, true, best_commit_, hash, "baseline", std::nullopt);
+    store_.set_proposal(id, "baseline");
+    store_.set_commit(id, best_commit_, "");
+    repo_->set_ref(exp_ref(id), best_commit_, "autoresearchd: baseline");
+    Candidate c;
+    c.id = id;
+    c.baseline = true;
+    c.phase = Phase::kCommitted;
+    c.parent = c.commit = best_commit_;
+    c.description = "baseline";
+    candidates_[id] = std::move(c);
+    baseline_pending_ = true;
+    log_("#" + std::to_string(id) + " baseline at " + short_id(best_commit_));
+  }
+  schedule_pump();
+}
+
+void Engine::on_signal(int) {
+  stop("stopped");
+  // Further signals while winding down change nothing.
+  signals_.async_wait([](const boost::system::error_code&, int) {});
+}
+
+void Engine::fatal(const std::string& message) {
+  if (!fatal_) fatal_ = message;
+  stop("error: " + message);
+}
+
+void Engine::stop(const std::string& reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_reason_ = reason;
+  cancel_->store(true);
+  if (data_stop_) data_stop_->request();
+  retry_timer_.cancel();
+  for (auto& [id, c] : candidates_)
+    if (c.child) c.child->stop();
+  stop_deadline_.expires_after(seconds(kProposalGraceS));
+  stop_deadline_.async_wait([this](const boost::system::error_code& e) {
+    if (!e) {
+      proposals_running_ = 0;  // given up: their results go nowhere
+      maybe_finish_stop();
+    }
+  });
+  maybe_finish_stop();
+}
+
+void Engine::maybe_finish_stop() {
+  if (!stopping_) return;
+  for (const auto& [id, c] : candidates_)
+    if (c.child) return;  // its exit handler comes back here
+  if (data_running_ || proposals_running_ > 0) return;
+  stop_deadline_.cancel();
+  std::vector<int64_t> ids;
+  for (const auto& [id, c] : candidates_) ids.push_back(id);
+  for (int64_t id : ids) {
+    Candidate& c = candidates_[id];
+    if (c.phase == Phase::kProposing && store_.delete_if_empty(id)) {
+      erase(id);
+      continue;
+    }
+    const char* where = c.phase == Phase::kProposing ? "stopped while waiting for a proposal"
+                        : c.phase == Phase::kMeasured ? "stopped before the baseline it is compared with was measured"
+                                                      : "stopped before it ran";
+    store_.finish(id, status::kInterrupted, where, "");
+    release(c);
+    erase(id);
+  }
+  for (int64_t id : idle_rows_)
+    if (!store_.delete_if_empty(id)) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
+  idle_rows_.clear();
+  store_.end_session(session_, stop_reason_);
+  log_(stop_reason_ == "stopped" ? "stopped" : stop_reason_);
+  signals_.cancel();
+  io_.stop();
+}
+
+void Engine::schedule_pump() {
+  if (pump_scheduled_) return;
+  pump_scheduled_ = true;
+  asio::post(io_, [this] {
+    pump_scheduled_ = false;
+    if (stopping_) maybe_finish_stop();
+    else pump();
+  });
+}
+
+void Engine::pump() {
+  if (stopping_ || !started_) return;
+  start_trainings();
+  start_builds();
+  request_proposals();
+}
+
+// ---------------------------------------------------------------- proposals
+
+void Engine::request_proposals() {
+  if (proposals_blocked_) return;
+  const size_t target = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
+  const int limit = proposer_.concurrent() ? static_cast<int>(workers_.size()) : 1;
+  while (candidates_.size() < target && proposals_running_ < limit) request_proposal();
+}
+
+void Engine::request_proposal() {
+  std::string hash;
+  std::string program = read_program(hash);
+  std::optional<Fix> fix;
+  if (!fixes_.empty()) {
+    fix = std::move(fixes_.front());
+    fixes_.pop_front();
+  }
+  int64_t id;
+  if (!fix && !idle_rows_.empty()) {
+    id = idle_rows_.front();
+    idle_rows_.erase(idle_rows_.begin());
+    store_.set_program(id, hash);
+  } else {
+    id = store_.create_experiment(config_.tag, false, best_commit_, hash, proposer_.name(),
+                                  fix ? std::optional<int64_t>(fix->of) : std::nullopt);
+  }
+  Candidate c;
+  c.id = id;
+  c.parent = best_commit_;
+  c.fix_round = fix ? fix->round : 0;
+  candidates_[id] = c;
+
+  ProposalContext ctx;
+  ctx.experiment_id = id;
+  ctx.program_md = std::move(program);
+  ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
+  ctx.history = history();
+  ctx.best_val_bpb = best_val_;
+  ctx.last_failure = last_failure_;
+  ++proposals_running_;
+  auto box = mailbox_;
+  auto done = std::make_shared<ProposalDone>();
+  done->id = id;
+  done->fix = std::move(fix);
+  std::thread([this, box, done, ctx = std::move(ctx), cancel = cancel_, inside = threads_inside_]() mutable {
+    ++*inside;
+    ctx.cancel = cancel.get();
+    try {
+      done->result = proposer_.propose(ctx);
+    } catch (const std::exception& e) {
+      done->result.error = ProposalError{ProposalError::Kind::kFatal, std::string("proposer failed: ") + e.what(), {}};
+    }
+    --*inside;
+    box->post([this, done] { on_proposal(done); });
+  }).detach();
+}
+
+void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
+  if (proposals_running_ == 0) return;  // given up at stop
+  --proposals_running_;
+  const int64_t id = done->id;
+  const ProposalResult& result = done->result;
+  const auto& attempts = result.ok() ? result.proposal->attempts : result.error->attempts;
+  int n = static_cast<int>(store_.attempts(id).size());
+  for (const auto& a : attempts) store_.add_attempt(id, ++n, a);
+  Candidate* c = find(id);
+  if (!c) return;
+  if (stopping_) return schedule_pump();
+
+  if (!result.ok()) {
+    const ProposalError& e = *result.error;
+    switch (e.kind) {
+      case ProposalError::Kind::kExhausted:
+      case ProposalError::Kind::kUnavailable: {
+        std::string msg = std::string(e.kind == ProposalError::Kind::kExhausted ? "nothing to propose"
+                                                                                 : "proposer unavailable") +
+                          ": " + e.message;
+        if (msg != last_wait_message_) log_(msg + "; asking again every " + fmt_number(config_.retry_wait_s) + " s");
+        last_wait_message_ = msg;
+        if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
+        else idle_rows_.push_back(id);
+        if (done->fix && !store_.delete_if_empty(id))
+          store_.finish(id, status::kProposerError, e.message, "");
+        erase(id);
+        if (!proposals_blocked_) {
+          proposals_blocked_ = true;
+          retry_timer_.expires_after(seconds(config_.retry_wait_s));
+          retry_timer_.async_wait([this](const boost::system::error_code& err) {
+            if (err) return;
+            proposals_blocked_ = false;
+            schedule_pump();
+          });
+        }
+        return schedule_pump();
+      }
+      case ProposalError::Kind::kFatal:
+        store_.finish(id, status::kProposerError, e.message, "");
+        erase(id);
+        return fatal("proposer: " + e.message);
+      case ProposalError::Kind::kBadEdit:
+        store_.finish(id, status::kProposerError, e.message, "");
+        last_failure_ = Failure{status::kProposerError, e.message};
+        log_("#" + std::to_string(id) + " proposer_error: " + e.message);
+        erase(id);
+        return schedule_pump();
+    }
+  }
+  last_wait_message_.clear();
+
+  const Proposal& p = *result.proposal;
+  c->description = one_line(p.description);
+  store_.set_proposal(id, c->description);
+  std::string rejected = p.writes.empty() ? "the proposal writes no file" : "";
+  for (const auto& w : p.writes)
+    if (rejected.empty()) rejected = editable_.check_write(w.path);
+  if (!rejected.empty()) return fail(*c, status::kPatchRejected, rejected, "");
+
+  std::vector<FileWrite> writes;
+  if (done->fix)
+    for (const auto& f : done->fix->files) writes.push_back({f.path, f.content});
+  writes.insert(writes.end(), p.writes.begin(), p.writes.end());
+  std::string commit;
+  try {
+    commit = repo_->commit_writes(c->parent, writes, c->description, exp_ref(id));
+  } catch (const GitError& e) {
+    // A path that cannot be a file (an existing directory, say) is a bad edit, not a reason to stop.
+    return fail(*c, status::kPatchRejected, std::string("the edit cannot be applied: ") + e.what(), "");
+  }
+  if (commit.empty()) return fail(*c, status::kPatchRejected, "the edit changes nothing", "");
+  store_.set_commit(id, commit, repo_->diff(c->parent, commit));
+  c->commit = commit;
+  c->phase = Phase::kCommitted;
+  log_("#" + std::to_string(id) + " " + short_id(commit) + " " + c->description +
+       (done->fix ? " (fix " + std::to_string(done->fix->round) + " of #" + std::to_string(done->fix->of) + ")" : ""));
+  schedule_pump();
+}
+
+// ---------------------------------------------------------------- builds
+
+void Engine::start_builds() {
+  std::vector<int64_t> ready;
+  for (const auto& [id, c] : candidates_)
+    if (c.phase == Phase::kCommitted) ready.push_back(id);
+  for (int64_t id : ready) {
+    if (builds_running_ >= config_.max_builds) return;
+    Candidate* c = find(id);
+    if (!c || c->phase != Phase::kCommitted) continue;
+    int slot = free_slot();
+    if (slot < 0) return;
+    start_build(*c, slot);
+  }
+}
+
+void Engine::start_build(Candidate& c, int slot) {
+  // A candidate made against an older best is moved onto the best of the
+  // moment before it is built, so it is measured against what it must beat.
+  if (!c.baseline && c.parent != best_commit_) {
+    GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
+    if (pick.commit.empty())
+      return fail(c, status::kConflict,
+                  "made against " + short_id(c.parent) + ", its change does not apply onto the best " +
+                      short_id(best_commit_) + ": conflicts in " + join(pick.conflicts, 5),
+                  "", "this change conflicts with the best commit:\n" + repo_->diff(c.parent, c.commit));
+    store_.set_reapplied(c.id, pick.commit, best_commit_, repo_->diff(best_commit_, pick.commit));
+    log_("#" + std::to_string(c.id) + " made against " + short_id(c.parent) + ", moved onto the best " +
+         short_id(best_commit_) + " as " + short_id(pick.commit));
+    c.commit = pick.commit;
+    c.parent = best_commit_;
+    ++c.reapplies;
+  }
+  c.slot = slot;
+  slots_[slot].holder = c.id;
+  try {
+    slots_[slot].repo->checkout_detached(c.commit);
+  } catch (const GitError& e) {
+    return fatal(std::string("cannot check out a candidate: ") + e.what());
+  }
+  double now = now_seconds();
+  store_.set_stage(c.id, "building", "build", now, now + config_.build_timeout_s, now + config_.build_timeout_s);
+  c.phase = Phase::kBuilding;
+  ++builds_running_;
+  ChildSpec spec;
+  spec.command = config_.build_command;
+  spec.cwd = slots_[slot].path;
+  spec.env = env_;
+  spec.log = log_path(c, "build");
+  spec.timeout_s = config_.build_timeout_s;
+  const int64_t id = c.id;
+  c.child = ChildProcess::start(
+      io_, spec, [this, id](pid_t pgid) { store_.set_pgid(id, pgid); },
+      [this, id](const ProcessResult& r) { on_build_exit(id, r); });
+}
+
+void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
+  --builds_running_;
+  Candidate* c = find(id);
+  if (!c) return;
+  c->child.reset();
+  store_.set_pgid(id, std::nullopt);
+  auto log = log_path(*c, "build");
+  std::string tail = file_tail(log);
+  if (r.end == ProcessResult::End::kStopped) return fail(*c, status::kInterrupted, "stopped during the build", tail);
+  if (!r.ok()) {
+    std::string errors = compiler_errors(file_tail(log, 400, 65536));
+    std::string error = r.end == ProcessResult::End::kTimedOut ? "build " + r.describe()
+                                                               : "build failed (" + r.describe() + "): " + first_line(errors);
+    if (!c->baseline && c->fix_round < config_.max_fix_attempts)
+      fixes_.push_back(Fix{id, c->fix_round + 1, repo_->editable_files(c->commit, editable_)});
+    return fail(*c, status::kBuildFail, error, tail, errors);
+  }
+  if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
+  c->phase = Phase::kBuilt;
+  store_.set_state(id, "built");
+  schedule_pump();
+}
+
+// ---------------------------------------------------------------- training
+
+void Engine::start_trainings() {
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (workers_[w].candidate) continue;
+    Candidate* next = nullptr;
+    for (auto& [id, c] : candidates_)
+      if (c.phase == Phase::kBuilt) {
+        next = &c;
+        break;
+      }
+    if (!next) return;
+    next->phase = Phase::kTraining;
+    next->worker = static_cast<int>(w);
+    next->stage = 0;
+    workers_[w].candidate = next->id;
+    store_.set_gpu(next->id, workers_[w].gpu);
+    next->trial = store_.begin_trial(next->id, config_.tag, workers_[w].gpu,
+                                     next->baseline ? "baseline" : next->reapplies ? "reapplied" : "candidate",
+                                     next->commit);
+    start_stage(*next);
+    if (stopping_) return;
+  }
+}
+
+void Engine::start_stage(Candidate& c) {
+  const StageConfig& s = config_.stages[c.stage];
+  if (std::string t = tamper_check(c); !t.empty())
+    return fail(c, status::kTampered, "before stage " + s.name + ": " + t, "");
+  double now = now_seconds();
+  store_.set_stage(c.id, "running", s.name, now, now + s.timeout_s, now + s.expected_s);
+  ChildSpec spec;
+  spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string());
+  spec.cwd = slots_[c.slot].path;
+  spec.env = child_env(workers_[c.worker].gpu);
+  spec.log = log_path(c, s.name);
+  spec.timeout_s = s.timeout_s;
+  const int64_t id = c.id;
+  c.child = ChildProcess::start(
+      io_, spec, [this, id](pid_t pgid) { store_.set_pgid(id, pgid); },
+      [this, id](const ProcessResult& r) { on_stage_exit(id, r); });
+}
+
+void Engine::on_stage_exit(int64_t id, const ProcessResult& r) {
+  Candidate* c = find(id);
+  if (!c) return;
+  c->child.reset();
+  store_.set_pgid(id, std::nullopt);
+  const StageConfig& s = config_.stages[c->stage];
+  auto log = log_path(*c, s.name);
+  std::string tail = file_tail(log);
+  if (r.end == ProcessResult::End::kStopped)
+    return fail(*c, status::kInterrupted, "stopped during stage " + s.name, tail);
+  if (r.end == ProcessResult::End::kTimedOut)
+    return fail(*c, status::kTimeout, "stage " + s.name + " " + r.describe(), tail);
+  if (!r.ok()) {
+    std::string fl = fail_line(file_tail(log, 400, 65536));
+    return fail(*c, status::kCrash, "stage " + s.name + " failed (" + r.describe() + ")" + (fl.empty() ? "" : ": " + fl),
+                tail);
+  }
+  if (++c->stage < config_.stages.size()) {
+    if (stopping_) return fail(*c, status::kInterrupted, "stopped after stage " + s.name, tail);
+    return start_stage(*c);
+  }
+  finish_training(*c, log);
+}
+
+void Engine::finish_training(Candidate& c, const std::filesystem::path& last_log) {
+  const std::string& last = config_.stages.back().name;
+  std::string tail = file_tail(last_log);
+  if (std::string t = tamper_check(c); !t.empty())
+    return fail(c, status::kTampered, "after stage " + last + ": " + t, tail);
+  auto summary = parse_summary(file_tail(last_log, 400, 65536), config_.summary_keys);
+  if (!summary) return fail(c, status::kCrash, "stage " + last + " printed no summary block", tail);
+  auto it = summary->values.find(config_.metric);
+  if (it == summary->values.end())
+    return fail(c, status::kCrash, "the summary of stage " + last + " has no " + config_.metric, tail);
+  double v = it->second;
+  if (!std::isfinite(v)) return fail(c, status::kCrash, config_.metric + " is " + fmt_number(v), tail);
+  auto value_of = [&](const char* key) -> std::optional<double> {
+    auto f = summary->values.find(key);
+    if (f == summary->values.end()) return std::nullopt;
+    return f->second;
+  };
+  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary->to_json()});
+  store_.end_trial(c.trial, "ok", value_of("training_seconds"), v, summary->to_json());
+  c.trial = 0;
+  // The GPU is free for the next candidate while this one is decided.
+  workers_[c.worker].candidate = 0;
+  c.worker = -1;
+  decide(c, v);
+  schedule_pump();
+}
+
+// ---------------------------------------------------------------- decisions
+
+void Engine::decide(Candidate& c, double v) {
+  std::string tail = file_tail(log_path(c, config_.stages.back().name));
+  if (c.baseline) {
+    baseline_pending_ = false;
+    keep(c, v, config_.metric + " " + fmt_number(v));
+    // Candidates measured while the baseline ran are decided now, in order.
+    std::vector<int64_t> waiting;
+    waiting.swap(deferred_);
+    for (int64_t id : waiting) {
+      Candidate* d = find(id);
+      if (!d) continue;
+      auto row = store_.experiment(id);
+      if (row && row->val_bpb) decide(*d, *row->val_bpb);
+    }
+    return;
+  }
+  if (baseline_pending_) {
+    deferred_.push_back(c.id);
+    c.phase = Phase::kMeasured;
+    release(c);  // its slot and GPU; the decision needs no files
+    return;
+  }
+  std::ostringstream what;
+  what << config_.metric << " " << v;
+  if (best_val_) what << " vs best " << *best_val_;
+  bool beats = !best_val_ || (v < *best_val_ && *best_val_ - v >= config_.min_improvement);
+  if (!beats) return fail(c, status::kDiscarded, what.str() + " is no improvement", tail);
+  if (c.parent == best_commit_) return keep(c, v, what.str());
+  reapply(c, v);
+}
+
+void Engine::reapply(Candidate& c, double v) {
+  std::string tail = file_tail(log_path(c, config_.stages.back().name));
+  std::ostringstream what;
+  what << config_.metric << " " << v << " beats the best " << *best_val_ << ", but was measured on "
+       << short_id(c.parent) << ", an older best";
+  if (c.reapplies >= kMaxReapplies)
+    return fail(c, status::kDiscarded, what.str() + ", " + std::to_string(c.reapplies) + " times: given up", tail);
+  release(c);
+  GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
+  if (pick.commit.empty())
+    return fail(c, status::kConflict,
+                what.str() + "; its change does not apply onto " + short_id(best_commit_) + ": conflicts in " +
+                    join(pick.conflicts, 5),
+                tail, "this change conflicts with the best commit:\n" + repo_->diff(c.parent, c.commit));
+  store_.set_reapplied(c.id, pick.commit, best_commit_, repo_->diff(best_commit_, pick.commit));
+  log_("#" + std::to_string(c.id) + " " + what.str() + "; re-applied onto " + short_id(best_commit_) + " as " +
+       short_id(pick.commit) + ", to be measured again");
+  c.commit = pick.commit;
+  c.parent = best_commit_;
+  ++c.reapplies;
+  c.phase = Phase::kCommitted;
+  c.stage = 0;
+  schedule_pump();
+}
+
+void Engine::keep(Candidate& c, double v, const std::string& why) {
+  std::string tail = file_tail(log_path(c, config_.stages.back().name));
+  store_.finish(c.id, status::kKept, "", tail);
+  repo_->set_ref(branch_ref_, c.commit, "autoresearchd: keep #" + std::to_string(c.id));
+  best_commit_ = c.commit;
+  best_val_ = v;
+  last_failure_.reset();
+  log_("#" + std::to_string(c.id) + " kept: " + why);
+  release(c);
+  erase(c.id);
+  schedule_pump();
+}
+
+void Engine::fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
+                  const std::string& failure_detail) {
+  const int64_t id = c.id;
+  const bool baseline = c.baseline;
+  if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
+  store_.finish(id, final_status, error, log_tail);
+  if (final_status != status::kDiscarded && final_status != status::kInterrupted)
+    last_failure_ = Failure{final_status, failure_detail.empty() ? error + "\n" + log_tail : failure_detail};
+  log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
+  release(c);
+  erase(id);
+  if (baseline && final_status != status::kInterrupted) return fatal("the baseline failed (" + final_status + "): " + error);
+  schedule_pump();
+}
+
+void Engine::release(Candidate& c) {
+  if (c.worker >= 0) workers_[c.worker].candidate = 0;
+  c.worker = -1;
+  if (c.slot >= 0) {
+    slots_[c.slot].holder = 0;
+    try {
+      slots_[c.slot].repo->checkout_detached(best_commit_);  // nothing a child left outlives it
+    } catch (const GitError& e) {
+      log_(std::string("warning: cannot reset a worktree to the best: ") + e.what());
+    }
+  }
+  c.slot = -1;
+}
+
+// ---------------------------------------------------------------- helpers
+
+std::string Engine::tamper_check(const Candidate& c) {
+  std::vector<std::string> bad;
+  const Slot& slot = slots_[c.slot];
+  for (const auto& p : slot.repo->changed_since(c.commit)) bad.push_back(p);
+  if (slot.repo->head() != c.commit) bad.push_back("HEAD (moved to " + short_id(slot.repo->head()) + ")");
+  if (repo_->ref_target(branch_ref_) != best_commit_) bad.push_back("autoresearch/" + config_.tag + " (moved)");
+  if (repo_->ref_target(exp_ref(c.id)) != c.commit) bad.push_back(exp_ref(c.id) + " (moved)");
+  if (bad.empty()) return "";
+  return "the worktree differs from the experiment's commit: " + join(bad, 10);
+}
+
+std::string Engine::read_program(std::string& hash) {
+  std::filesystem::path path = config_.repo / config_.program;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  if (in) ss << in.rdbuf();
+  else log_("warning: cannot read " + path.string() + "; proposing without it");
+  std::string content = ss.str();
+  hash = blob_hash(content);
+  store_.put_program(hash, content);
+  return content;
+}
+
+std::vector<HistoryEntry> Engine::history() {
+  std::vector<HistoryEntry> out;
+  for (const auto& r : store_.experiments(config_.tag)) {
+    if (!is_final_state(r.state)) continue;
+    HistoryEntry h;
+    h.id = r.id;
+    h.commit = short_id(r.commit);
+    h.description = r.description;
+    h.val_bpb = r.val_bpb;
+    h.status = r.state;
+    h.baseline = r.is_baseline;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::vector<std::string> Engine::child_env(const std::string& gpu) const {
+  if (gpu.empty()) return env_;
+  std::vector<std::string> env;
+  for (const auto& e : env_)
+    if (e.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) env.push_back(e);
+  env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
+  return env;
+}
+
+std::filesystem::path Engine::log_path(const Candidate& c, const std::string& name) const {
+  std::string run = c.reapplies ? "-r" + std::to_string(c.reapplies) : "";
+  return state_.logs() / (std::to_string(c.id) + run + "-" + name + ".log");
+}
+
+std::string Engine::exp_ref(int64_t id) const {
+  return "refs/autoresearch/" + config_.tag + "/exp/" + std::to_string(id);
+}
+
+int Engine::free_slot() const {
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (!slots_[i].holder) return static_cast<int>(i);
+  return -1;
+}
+
+size_t Engine::count(Phase phase) const {
+  size_t n = 0;
+  for (const auto& [id, c] : candidates_) n += c.phase == phase ? 1 : 0;
+  return n;
+}
+
+Engine::Candidate* Engine::find(int64_t id) {
+  auto it = candidates_.find(id);
+  return it == candidates_.end() ? nullptr : &it->second;
+}
+
+void Engine::erase(int64_t id) { candidates_.erase(id); }
+
+}  // namespace ard

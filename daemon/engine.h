@@ -1,0 +1,213 @@
+// The research engine: one Boost.Asio io_context owns the daemon's state and
+// keeps every GPU training.
+//
+// One worker per GPU trains one candidate at a time. Candidates are proposed
+// ahead of need (`lookahead` per GPU), each on a thread of its own whose
+// result is posted back to the loop; committed in the object database under
+// refs/autoresearch/<tag>/exp/<id> (no checkout needed); built in a worktree
+// slot of their own while other candidates train (at most `max_builds` at
+// once); then trained on the first free GPU. So the LLM call and the build of
+// candidate k+1 overlap the training of candidate k.
+//
+// autoresearch/<tag> is the chain of kept commits: a candidate is kept only
+// when its parent is the best of the moment and it beats it. A candidate made
+// against an older best that beats the current best has its change re-applied
+// onto the current best (a cherry-pick), and that combination is evaluated
+// and must win in turn; a change that does not re-apply is a `conflict`, and
+// its stale diff goes back to the proposer.
+//
+// Children are Boost.Process v2 processes (child_process.h) whose exits
+// arrive as events; timeouts are steady_timers; SIGTERM and SIGINT arrive
+// through a signal_set. Every state change is written to the store before
+// the next step, and a branch moves only after the store says why, so a
+// daemon killed anywhere restarts into a consistent state.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/child_process.h"
+#include "daemon/config.h"
+#include "daemon/git_repo.h"
+#include "daemon/log.h"
+#include "daemon/state_dir.h"
+#include "daemon/store.h"
+#include "proposers/editable.h"
+#include "proposers/proposer.h"
+
+namespace ard {
+
+/// Replaces {data_dir}, {budget} and {worktree} in a stage command.
+std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
+                       const std::string& worktree);
+
+/// The compiler's error lines from a build log (or its tail when none match).
+std::string compiler_errors(const std::string& log);
+
+/// The LLM client's call records, written by the loop: a proposal thread
+/// posts each record to the io_context instead of touching the store.
+class LoopCallSink : public llm::CallSink {
+ public:
+  LoopCallSink(boost::asio::io_context& io, Store& store) : io_(io), store_(store) {}
+  void record(const llm::CallRecord& call) override;
+
+ private:
+  boost::asio::io_context& io_;
+  Store& store_;
+};
+
+class Engine {
+ public:
+  /// gpus: the workers' GPU ids (gpus.h); empty: one worker that sets no device.
+  Engine(boost::asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
+         Log& log, std::vector<std::string> gpus);
+  ~Engine();
+
+  /// Runs the loop until SIGTERM/SIGINT or a fatal error (thrown as
+  /// FatalError once the loop has wound down: children killed, rows finished,
+  /// the session closed). Returns the number of proposal threads still inside
+  /// a proposer that ignored the stop (the caller must then end the process
+  /// without waiting for them).
+  int run();
+
+ private:
+  /// kMeasured: trained, waiting for the baseline's value to be decided.
+  enum class Phase { kProposing, kCommitted, kBuilding, kBuilt, kTraining, kMeasured };
+  struct Candidate {
+    int64_t id = 0;
+    bool baseline = false;
+    Phase phase = Phase::kProposing;
+    std::string parent;  ///< the best it was made against
+    std::string commit;
+    std::string description;
+    int fix_round = 0;   ///< which fix of a build failure it is (0: none)
+    int reapplies = 0;   ///< how often its change was re-applied onto a newer best
+    int slot = -1;       ///< the worktree slot it is built and trained in
+    int worker = -1;     ///< the worker training it
+    size_t stage = 0;    ///< the stage running now
+    int64_t trial = 0;
+    std::shared_ptr<ChildProcess> child;
+  };
+  struct Worker {
+    std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
+    int64_t candidate = 0;
+  };
+  struct Slot {
+    std::filesystem::path path;
+    std::unique_ptr<GitRepo> repo;
+    int64_t holder = 0;
+  };
+  struct Fix {  ///< a build failure the next proposal is asked to fix
+    int64_t of = 0;
+    int round = 0;
+    std::vector<EditableFile> files;  ///< the editable files as the failed commit had them
+  };
+  /// What a proposal thread hands back to the loop.
+  struct ProposalDone;
+  /// Where proposal and data threads post their results (engine.cc).
+  struct Mailbox;
+
+  // Start and stop.
+  void reconcile();
+  void open_slots();
+  void prepare_data_then_begin();
+  void begin();
+  void on_signal(int signal);
+  void stop(const std::string& reason);
+  void maybe_finish_stop();
+  void fatal(const std::string& message);
+
+  // The pipeline.
+  void pump();
+  /// Every handler ends here: one pump (or, while stopping, the check whether
+  /// the stop is complete) runs after the handler returned.
+  void schedule_pump();
+  void request_proposals();
+  void request_proposal();
+  void on_proposal(const std::shared_ptr<ProposalDone>& done);
+  void start_builds();
+  void start_build(Candidate& c, int slot);
+  void on_build_exit(int64_t id, const ProcessResult& r);
+  void start_trainings();
+  void start_stage(Candidate& c);
+  void on_stage_exit(int64_t id, const ProcessResult& r);
+  void finish_training(Candidate& c, const std::filesystem::path& last_log);
+  void decide(Candidate& c, double value);
+  void reapply(Candidate& c, double value);
+
+  // Endings.
+  void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
+            const std::string& failure_detail = "");
+  void release(Candidate& c);
+  void keep(Candidate& c, double value, const std::string& why);
+
+  // Helpers.
+  std::string tamper_check(const Candidate& c);
+  std::string read_program(std::string& hash);
+  std::vector<HistoryEntry> history();
+  std::vector<std::string> child_env(const std::string& gpu) const;
+  std::filesystem::path log_path(const Candidate& c, const std::string& name) const;
+  std::string exp_ref(int64_t id) const;
+  int free_slot() const;
+  size_t count(Phase phase) const;
+  Candidate* find(int64_t id);
+  void erase(int64_t id);
+
+  boost::asio::io_context& io_;
+  const Config& config_;
+  const StateDir& state_;
+  Store& store_;
+  Proposer& proposer_;
+  Log& log_;
+  EditablePaths editable_;
+  std::vector<std::string> env_;
+  std::string branch_ref_;
+
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer stop_deadline_;
+
+  std::unique_ptr<GitRepo> repo_;  ///< the user's checkout (read only, but for info/exclude)
+  std::vector<Slot> slots_;
+  std::vector<Worker> workers_;
+  std::map<int64_t, Candidate> candidates_;  ///< every experiment in flight, by id (so oldest first)
+  std::deque<Fix> fixes_;
+  std::vector<int64_t> idle_rows_;  ///< experiment rows whose proposal came back unavailable, to ask again
+  std::string base_commit_;
+  std::string best_commit_;
+  std::optional<double> best_val_;
+  bool baseline_pending_ = false;   ///< the baseline has not been measured yet
+  std::vector<int64_t> deferred_;   ///< measured candidates waiting for the baseline's value
+  std::string data_dir_;
+  int64_t session_ = 0;
+  std::optional<Failure> last_failure_;
+  std::string last_wait_message_;
+  bool proposals_blocked_ = false;  ///< waiting retry_wait_s after an unavailable proposer
+  int builds_running_ = 0;
+
+  bool pump_scheduled_ = false;
+
+  // Proposal threads.
+  std::shared_ptr<Mailbox> mailbox_;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  int proposals_running_ = 0;
+  std::shared_ptr<std::atomic<int>> threads_inside_;
+
+  bool started_ = false;  ///< the data step is done and the pipeline runs
+  bool stopping_ = false;
+  std::string stop_reason_;
+  std::optional<std::string> fatal_;
+  std::unique_ptr<StopFlag> data_stop_;
+  bool data_running_ = false;
+};
+
+}  // namespace ard
