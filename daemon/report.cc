@@ -36,7 +36,35 @@ std::string clean(const std::string& s) {
 
 std::string clock_time(double t) { return format_time(t).substr(11); }
 
+std::vector<std::string> split_gpus(const std::string& list) {
+  std::vector<std::string> out;
+  std::istringstream in(list);
+  for (std::string g; std::getline(in, g, ',');) out.push_back(g);
+  if (out.empty()) out.push_back("");
+  return out;
+}
+
 }  // namespace
+
+EngineFigures engine_figures(Store& store, const std::string& tag, double now) {
+  EngineFigures f;
+  for (const auto& s : store.sessions(tag)) {
+    double wall = s.ended_at.value_or(now) - s.started_at;
+    if (wall <= 0) continue;
+    int gpus = static_cast<int>(split_gpus(s.gpus).size());
+    f.wall_s += wall;
+    f.gpu_seconds += wall * gpus;
+    f.gpus = std::max(f.gpus, gpus);
+  }
+  auto trials = store.trials(tag);
+  for (const auto& t : trials) {
+    f.busy_s += t.ended_at.value_or(now) - t.started_at;
+    f.training_s += t.training_seconds.value_or(0);
+  }
+  if (trials.empty())  // a store written before trials were recorded
+    for (const auto& r : store.experiments(tag)) f.training_s += r.training_seconds.value_or(0);
+  return f;
+}
 
 std::string format_duration(double s) {
   if (s < 60) return fixed(s, 1) + "s";
@@ -67,7 +95,6 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   std::optional<double> best;
   const ExperimentRow* best_row = nullptr;
   int finished = 0;
-  double training = 0;
   for (const auto& r : rows) {
     std::string val = r.val_bpb ? fixed(*r.val_bpb, 6) : "-";
     std::string delta = r.val_bpb && best ? signed_fixed(*r.val_bpb - *best, 6) : "-";
@@ -80,7 +107,6 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
       best_row = &r;
     }
     if (is_final_state(r.state) && r.state != status::kInterrupted) ++finished;
-    if (r.training_seconds) training += *r.training_seconds;
   }
   if (rows.empty()) os << "(no experiments yet)\n";
   os << "\n";
@@ -90,39 +116,75 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   else
     os << "best: none yet\n";
 
-  // Wall time: from the first experiment's start to now, or to the last
-  // experiment's end when no daemon runs.
-  double wall = 0;
-  {
-    double first = rows.empty() ? now : rows.front().started_at;
-    double last = now;
-    if (!daemon_pid && !rows.empty()) last = rows.back().ended_at.value_or(rows.back().started_at);
-    wall = last > first ? last - first : 0;
+  // Throughput over the sessions' wall time (start to end, or to now for
+  // the running one) times the GPUs each session trained on.
+  EngineFigures f = engine_figures(store, tag, now);
+  os << "experiments: " << finished << " finished in " << format_duration(f.wall_s);
+  if (f.wall_s > 0) {
+    os << " (" << fixed(finished / (f.wall_s / 3600.0), 1) << " per hour";
+    if (f.gpus > 1) os << ", " << fixed(finished / (f.gpu_seconds / 3600.0), 1) << " per GPU-hour";
+    os << ")";
   }
-  os << "experiments: " << finished << " finished in " << format_duration(wall);
-  if (wall > 0) os << " (" << fixed(finished / (wall / 3600.0), 1) << " per hour)";
-  os << "; training share of wall time: " << (wall > 0 ? fixed(100.0 * training / wall, 1) : "0.0") << "%\n";
+  os << "; training share of wall time: " << (f.gpu_seconds > 0 ? fixed(100.0 * f.training_s / f.gpu_seconds, 1) : "0.0")
+     << "%";
+  if (f.gpu_seconds > 0) os << ", GPU busy " << fixed(100.0 * f.busy_s / f.gpu_seconds, 1) << "%";
+  if (f.gpus > 1) os << " (" << f.gpus << " GPUs)";
+  os << "\n";
 
   LlmTotals llm = store.llm_totals();
   os << "llm: " << llm.calls << " calls, " << llm.input_tokens << " input + " << llm.output_tokens
      << " output tokens, $" << fixed(llm.cost_usd, 4) << "\n";
 
-  const ExperimentRow* current = nullptr;
+  std::vector<const ExperimentRow*> in_flight;
   for (const auto& r : rows)
-    if (!is_final_state(r.state)) current = &r;
-  if (!current) {
+    if (!is_final_state(r.state)) in_flight.push_back(&r);
+  if (in_flight.empty()) {
     os << "now: " << (daemon_pid ? "idle" : "nothing") << "\n";
-  } else if (!daemon_pid) {
-    os << "now: #" << current->id << " was " << current->state << " when the daemon died; the next start marks it interrupted\n";
-  } else if (current->state == "proposing") {
-    os << "now: #" << current->id << " waiting for a proposal (" << format_duration(now - current->started_at) << ")\n";
-  } else {
-    os << "now: #" << current->id << " " << current->state << " stage " << current->stage;
-    if (current->stage_started_at) os << ", " << format_duration(now - *current->stage_started_at) << " elapsed";
-    if (current->stage_expected) os << ", expected end " << clock_time(*current->stage_expected);
-    if (current->stage_deadline) os << " (timeout at " << clock_time(*current->stage_deadline) << ")";
-    os << "\n";
+    return os.str();
   }
+  if (!daemon_pid) {
+    for (const ExperimentRow* r : in_flight)
+      os << "now: #" << r->id << " was " << r->state << " when the daemon died; the next start marks it interrupted\n";
+    return os.str();
+  }
+  auto stage_line = [&](const ExperimentRow& r) {
+    std::ostringstream line;
+    line << "#" << r.id << " " << r.state << " stage " << r.stage;
+    if (r.stage_started_at) line << ", " << format_duration(now - *r.stage_started_at) << " elapsed";
+    if (r.stage_expected) line << ", expected end " << clock_time(*r.stage_expected);
+    if (r.stage_deadline) line << " (timeout at " << clock_time(*r.stage_deadline) << ")";
+    return line.str();
+  };
+  // One line per worker: the experiment training on its GPU, or idle.
+  std::vector<std::string> gpus = session && session->ended_at == std::nullopt ? split_gpus(session->gpus)
+                                                                              : std::vector<std::string>{};
+  int proposing = 0, ready = 0, building = 0;
+  for (const ExperimentRow* r : in_flight) {
+    if (r->state == "proposing") ++proposing;
+    else if (r->state == "building") ++building;
+    else if (r->state == "applied" || r->state == "committed" || r->state == "built") ++ready;
+  }
+  if (gpus.size() <= 1) {
+    const ExperimentRow* training = nullptr;
+    for (const ExperimentRow* r : in_flight)
+      if (r->state == "running" || r->state == "evaluated") training = r;
+    if (training) os << "now: " << stage_line(*training) << "\n";
+    else if (proposing && !building && !ready)
+      os << "now: #" << in_flight.front()->id << " waiting for a proposal ("
+         << format_duration(now - in_flight.front()->started_at) << ")\n";
+    else os << "now: no training\n";
+  } else {
+    os << "now:\n";
+    for (const auto& g : gpus) {
+      const ExperimentRow* on = nullptr;
+      for (const ExperimentRow* r : in_flight)
+        if (r->gpu == g && (r->state == "running" || r->state == "evaluated")) on = r;
+      os << "  gpu " << g << ": " << (on ? stage_line(*on) : "idle") << "\n";
+    }
+  }
+  for (const ExperimentRow* r : in_flight)
+    if (r->state == "building") os << "  build: " << stage_line(*r) << "\n";
+  os << "proposals: " << proposing << " in flight, " << ready << " ready to train, " << building << " building\n";
   return os.str();
 }
 
@@ -136,6 +198,10 @@ std::optional<std::string> render_show(Store& store, int64_t id) {
   os << "commit:       " << (r->commit.empty() ? "-" : r->commit) << "\n";
   os << "parent:       " << r->parent_commit << "\n";
   if (r->fix_of) os << "fixes:        build failure of #" << *r->fix_of << "\n";
+  if (!r->reapplied_from.empty())
+    os << "re-applied:   its change was made on an older best as " << r->reapplied_from
+       << "; commit is that change on the parent below\n";
+  if (!r->gpu.empty()) os << "gpu:          " << r->gpu << "\n";
   os << "proposer:     " << r->proposer << "\n";
   os << "program.md:   " << (r->program_hash.empty() ? "-" : r->program_hash) << "\n";
   os << "started:      " << format_time(r->started_at);

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/store.h"
 
@@ -21,6 +22,16 @@ std::optional<std::string> render_show(Store& store, int64_t id);
 /// The history as results.tsv: commit, val_bpb, memory_gb, status, description.
 /// Experiments that never got a commit of their own are left out.
 std::string render_tsv(Store& store, const std::string& tag);
+
+/// Where the GPUs' time went, over every session of a tag.
+struct EngineFigures {
+  double wall_s = 0;       ///< the sessions' wall time
+  double gpu_seconds = 0;  ///< wall time x the GPUs of each session
+  double busy_s = 0;       ///< time in stages (the trials)
+  double training_s = 0;   ///< the trainers' reported training_seconds
+  int gpus = 1;            ///< the most GPUs any session used
+};
+EngineFigures engine_figures(Store& store, const std::string& tag, double now);
 
 /// "1h02m", "4m05s", "12.3s".
 std::string format_duration(double seconds);

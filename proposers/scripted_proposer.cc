@@ -1,6 +1,7 @@
 // See scripted_proposer.h.
 #include "proposers/scripted_proposer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 
@@ -40,6 +41,7 @@ ProposalResult ScriptedProposer::propose(const ProposalContext& context) {
   size_t index = 0;
   for (const auto& h : context.history)
     if (!h.baseline) ++index;
+  index = std::max(index, next_);
   ProposalResult result;
   if (index >= entries_.size()) {
     result.error = ProposalError{ProposalError::Kind::kExhausted, "the script has no more edits", {}};
@@ -54,8 +56,10 @@ ProposalResult ScriptedProposer::propose(const ProposalContext& context) {
                 : k == "unavailable" ? ProposalError::Kind::kUnavailable
                                      : ProposalError::Kind::kFatal;
     result.error = ProposalError{kind, attempt.error, {attempt}};
+    if (kind != ProposalError::Kind::kUnavailable) next_ = index + 1;
     return result;
   }
+  next_ = index + 1;
   Proposal p;
   p.description = e["description"];
   for (const auto& w : e["writes"]) p.writes.push_back({w["path"], w["content"]});

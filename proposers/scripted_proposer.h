@@ -4,9 +4,11 @@
 //     {"error": "bad_edit", "message": "the model gave no edit"},
 //     ... ]
 //
-// Entry k is used for the k-th proposed experiment of the run (the number of
-// non-baseline experiments already in the history), so a restarted daemon
-// goes on where it stopped. "error" is one of bad_edit, unavailable, fatal.
+// Entries are used in order: the next one after the last used, and never one
+// before the number of non-baseline experiments already in the history, so a
+// restarted daemon goes on where it stopped. An "unavailable" entry is not
+// used up: it answers every call until the script is changed (an outage).
+// "error" is one of bad_edit, unavailable, fatal.
 #pragma once
 
 #include <filesystem>
@@ -25,6 +27,7 @@ class ScriptedProposer : public Proposer {
 
  private:
   nlohmann::json entries_;
+  size_t next_ = 0;  ///< the entry after the last one handed out
 };
 
 }  // namespace ard

@@ -2,6 +2,8 @@
 // It reads the editable file the daemon edits and does what its lines say:
 //
 //   val_bpb 0.95      the value to report (default 1.0)
+//   bonus 0.1         subtracted from it (every such line counts), so edits to
+//                     different lines combine the way re-applied changes do
 //   seconds 0.2       how long "training" takes (default 0.05)
 //   vram 2048         peak_vram_mb to report (default 1024)
 //   CRASH             abort (SIGABRT) during training
@@ -52,6 +54,13 @@ double number(const std::vector<std::string>& lines, const std::string& key, dou
   for (const auto& l : lines)
     if (l.rfind(key + " ", 0) == 0) return std::atof(l.c_str() + key.size() + 1);
   return fallback;
+}
+
+double bonus(const std::vector<std::string>& lines) {
+  double sum = 0;
+  for (const auto& l : lines)
+    if (l.rfind("bonus ", 0) == 0) sum += std::atof(l.c_str() + 6);
+  return sum;
 }
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
@@ -135,7 +144,7 @@ int run(const char* path, bool check, const std::string& data) {
   }
   std::printf("---\n");
   if (has(lines, "NAN")) std::printf("val_bpb:          nan\n");
-  else std::printf("val_bpb:          %.6f\n", number(lines, "val_bpb", 1.0));
+  else std::printf("val_bpb:          %.6f\n", number(lines, "val_bpb", 1.0) - bonus(lines));
   std::printf("training_seconds: %.1f\n", seconds);
   std::printf("total_seconds:    %.1f\n", seconds + 0.1);
   std::printf("peak_vram_mb:     %.1f\n", number(lines, "vram", 1024));

@@ -63,6 +63,7 @@ tag = "e2e"
 budget_s = 1
 startup_s = 1
 retry_wait_s = 0.2
+lookahead = 0
 [build]
 command = "mkdir -p build && env > build/env.txt && )" + kFake + R"( build trainer/train.cu"
 timeout_s = 10

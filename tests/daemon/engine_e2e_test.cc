@@ -1,0 +1,373 @@
+// End-to-end tests of the engine with several workers: autoresearchd runs as a
+// real process on temporary git repos, fake_trainer is its build and stages,
+// and the proposer is scripted or the fake LLM server on loopback. On a
+// machine without GPUs `gpus = [0, 1, ...]` only labels the workers; each
+// worker's children still get CUDA_VISIBLE_DEVICES=<its id>.
+#include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "daemon/process_runner.h"
+#include "daemon/state_dir.h"
+#include "daemon/store.h"
+#include "fake_llm_server.h"
+#include "testing/test_util.h"
+
+namespace ard {
+namespace {
+
+using testing::read_file;
+using testing::sh_quote;
+using testing::shell;
+using testing::write_file;
+using ::testing::HasSubstr;
+
+const std::string kDaemon = AUTORESEARCHD;
+const std::string kFake = FAKE_TRAINER;
+
+/// The base trainer file: lines far enough apart that edits to different
+/// slots re-apply onto each other, edits to the same slot conflict.
+const std::string kBase = "val_bpb 1.0\nseconds 0.2\n#\n# a-slot\n#\n#\n# b-slot\n#\n";
+
+std::string with(std::string text, const std::string& from, const std::string& to) {
+  return text.replace(text.find(from), from.size(), to);
+}
+
+nlohmann::json edit(const std::string& description, const std::string& train_cu) {
+  return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
+}
+
+std::string whole_file_answer(const std::string& description, const std::string& train_cu) {
+  return "DESCRIPTION: " + description + "\n\n=== FILE: trainer/train.cu ===\n" + train_cu + "=== END FILE ===\n";
+}
+
+class EngineE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo = dir.path() / "research";
+    write_file(repo / "trainer/train.cu", kBase);
+    write_file(repo / "trainer/harness/eval.h", "// fixed evaluation\n");
+    write_file(repo / "program.md", "# program\nLower val_bpb.\n");
+    write_file(repo / ".gitignore", "build/\n");
+    ASSERT_EQ(testing::commit_base_repo(repo), 0);
+    base = trim(git("rev-parse HEAD").out);
+  }
+  void TearDown() override {
+    if (auto pid = running_daemon(repo / ".autoresearchd/daemon.pid"); pid && *pid > 0) {
+      kill(*pid, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    for (pid_t p : children) {
+      kill(p, SIGKILL);
+      int st;
+      waitpid(p, &st, 0);
+    }
+  }
+
+  static std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+  testing::ShellResult git(const std::string& args) { return shell("cd " + sh_quote(repo.string()) + " && git " + args); }
+  testing::ShellResult daemon(const std::string& args) {
+    return shell("cd " + sh_quote(repo.string()) + " && " + kDaemon + " " + args);
+  }
+
+  /// gpus: the TOML value; proposer: the [proposer] (and [llm]) tables.
+  void write_config(const std::string& gpus, int lookahead, const std::string& proposer, double train_timeout = 30) {
+    write_file(repo / "autoresearch.toml", "tag = \"e2e\"\nbudget_s = 1\nstartup_s = 1\nretry_wait_s = 0.2\n"
+                                           "gpus = " + gpus + "\nlookahead = " + std::to_string(lookahead) + R"(
+[build]
+command = "mkdir -p build && )" + kFake + R"( build trainer/train.cu"
+timeout_s = 10
+[[stage]]
+name = "train"
+command = "echo gpu=$CUDA_VISIBLE_DEVICES; )" + kFake + R"( run trainer/train.cu"
+timeout_s = )" + std::to_string(train_timeout) + R"(
+[data]
+enabled = false
+)" + proposer);
+  }
+  static std::string scripted() { return "[proposer]\nkind = \"scripted\"\nscript = \"script.json\"\n"; }
+  static std::string llm(const llm::testing::FakeLlmServer& server) {
+    return "[proposer]\nkind = \"llm\"\n[llm]\nprovider = \"openai\"\nmodel = \"fake-model\"\nbase_url = \"" +
+           server.base_url(false) + "\"\napi_key_env = \"\"\nretries = 0\n";
+  }
+
+  std::filesystem::path db_path() const { return repo / ".autoresearchd/results.db"; }
+
+  pid_t spawn_daemon(const std::string& log_name) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(repo.c_str()) != 0) _exit(127);
+      FILE* f = std::fopen((dir.path() / log_name).c_str(), "a");
+      if (f) {
+        dup2(fileno(f), 1);
+        dup2(fileno(f), 2);
+      }
+      execl(kDaemon.c_str(), kDaemon.c_str(), "start", nullptr);
+      _exit(127);
+    }
+    children.push_back(pid);
+    return pid;
+  }
+  void stop_daemon(pid_t pid) {
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    children.erase(std::remove(children.begin(), children.end(), pid), children.end());
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read_file(repo / ".autoresearchd/daemon.log");
+  }
+
+  std::vector<ExperimentRow> wait_for(const std::function<bool(const std::vector<ExperimentRow>&)>& pred,
+                                      double timeout_s = 60) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<ExperimentRow> rows;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(timeout_s)) {
+      if (std::filesystem::exists(db_path())) {
+        Store store(db_path().string());
+        rows = store.experiments("e2e");
+        if (pred(rows)) return rows;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "timed out waiting; " << rows.size() << " rows; daemon log:\n"
+                  << read_file(repo / ".autoresearchd/daemon.log");
+    return rows;
+  }
+  static size_t finished(const std::vector<ExperimentRow>& rows) {
+    size_t n = 0;
+    for (const auto& r : rows) n += is_final_state(r.state) ? 1 : 0;
+    return n;
+  }
+
+  testing::TempDir dir;
+  std::filesystem::path repo;
+  std::string base;
+  std::vector<pid_t> children;
+};
+
+TEST_F(EngineE2E, FourWorkersShareOneHistoryAndTrainSideBySide) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (int i = 0; i < 40; ++i) {
+    double v = 0.99 - 0.01 * (i % 7) + 0.001 * i;  // some better than the best, most not
+    steps.push_back({{"answer", whole_file_answer("try " + std::to_string(i) + " at " + std::to_string(v),
+                                                  "val_bpb " + std::to_string(v) + "\nseconds 0.6\n")}});
+  }
+  llm::testing::FakeLlmServer server(steps, "", dir.path());
+  write_config("[0, 1, 2, 3]", 1, llm(server));
+  pid_t pid = spawn_daemon("daemon.out");
+  wait_for([](const auto& r) {
+    std::set<std::string> busy;
+    for (const auto& e : r)
+      if (e.state == "running") busy.insert(e.gpu);
+    return busy.size() >= 3;
+  });
+  auto running = daemon("status");
+  std::cout << "status with four workers:\n" << running.out;
+  EXPECT_THAT(running.out, HasSubstr("gpu 0: "));
+  EXPECT_THAT(running.out, HasSubstr("gpu 3: "));
+  EXPECT_THAT(running.out, HasSubstr("proposals: "));
+  wait_for([](const auto& r) { return finished(r) >= 16; });
+  stop_daemon(pid);
+
+  Store store(db_path().string());
+  auto rows = store.experiments("e2e");
+  auto trials = store.trials("e2e");
+  // Every GPU trained, and trainings overlapped in time.
+  std::set<std::string> gpus;
+  size_t max_overlap = 0;
+  for (const auto& t : trials) {
+    gpus.insert(t.gpu);
+    size_t overlap = 0;
+    for (const auto& u : trials)
+      if (u.started_at <= t.started_at && u.ended_at.value_or(1e18) > t.started_at) ++overlap;
+    max_overlap = std::max(max_overlap, overlap);
+  }
+  EXPECT_EQ(gpus, (std::set<std::string>{"0", "1", "2", "3"}));
+  EXPECT_GE(max_overlap, 3u);
+  // Each child saw its own GPU.
+  for (const auto& r : rows) {
+    if (r.gpu.empty() || r.state == "interrupted") continue;
+    std::string log = read_file(repo / ".autoresearchd/logs" / (std::to_string(r.id) + "-train.log"));
+    if (log.empty()) log = read_file(repo / ".autoresearchd/logs" / (std::to_string(r.id) + "-r1-train.log"));
+    EXPECT_THAT(log, HasSubstr("gpu=" + r.gpu + "\n")) << "#" << r.id;
+  }
+  // The branch is the chain of kept commits, each on the one before.
+  std::vector<std::string> kept;
+  for (const auto& r : rows)
+    if (r.state == "kept" && !r.is_baseline) kept.push_back(r.commit);
+  ASSERT_FALSE(kept.empty());
+  std::string chain = git("rev-list --first-parent --reverse autoresearch/e2e").out;
+  std::string want = base + "\n";
+  for (const auto& c : kept) want += c + "\n";
+  EXPECT_EQ(chain, want);
+  EXPECT_EQ(git("rev-list --merges autoresearch/e2e").out, "");
+  // One history: a later prompt lists experiments trained on different GPUs.
+  auto requests = server.requests();
+  ASSERT_GE(requests.size(), 10u);
+  std::string last_prompt = requests.back()["body"].dump();
+  std::set<std::string> gpus_in_prompt;
+  for (const auto& r : rows)
+    if (is_final_state(r.state) && !r.gpu.empty() && r.ended_at && r.ended_at < rows.back().started_at &&
+        last_prompt.find(r.description) != std::string::npos)
+      gpus_in_prompt.insert(r.gpu);
+  EXPECT_GE(gpus_in_prompt.size(), 2u);
+  EXPECT_TRUE(store.unfinished().empty());
+  auto status = daemon("status");
+  EXPECT_THAT(status.out, HasSubstr("per GPU-hour"));
+  EXPECT_THAT(status.out, HasSubstr("GPU busy"));
+}
+
+TEST_F(EngineE2E, AStaleWinnerIsReappliedOntoTheNewBestAndMeasuredAgain) {
+  // Both edits are made against the base. "fast" (0.9) is kept while "slow"
+  // still trains; slow's 0.8 beats 0.9, but it was measured without fast's
+  // change: re-applied onto fast, it measures 0.7 and is kept on top.
+  std::string fast = with(kBase, "# a-slot", "bonus 0.1");
+  std::string slow = with(with(kBase, "# b-slot", "bonus 0.2"), "seconds 0.2", "seconds 2.5");
+  write_file(repo / "script.json", nlohmann::json::array({edit("fast", fast), edit("slow", slow)}).dump());
+  write_config("[0, 1]", 1, scripted());
+  pid_t pid = spawn_daemon("daemon.out");
+  auto rows = wait_for([](const auto& r) { return r.size() >= 3 && is_final_state(r[2].state); });
+  stop_daemon(pid);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "kept");
+  EXPECT_EQ(rows[1].description, "fast");
+  const ExperimentRow& s = rows[2];
+  EXPECT_EQ(s.description, "slow");
+  EXPECT_EQ(s.state, "kept") << s.error;
+  EXPECT_FALSE(s.reapplied_from.empty());
+  EXPECT_NE(s.reapplied_from, s.commit);
+  EXPECT_EQ(s.parent_commit, rows[1].commit);
+  EXPECT_DOUBLE_EQ(*s.val_bpb, 0.7);
+  EXPECT_EQ(trim(git("rev-parse " + s.commit + "^").out), rows[1].commit);
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), s.commit);
+  EXPECT_EQ(trim(git("rev-parse refs/autoresearch/e2e/exp/" + std::to_string(s.id)).out), s.commit);
+  EXPECT_EQ(git("cat-file -e " + s.reapplied_from).code, 0);  // the original stays in the object store
+  // Two trials: the change as made, then re-applied.
+  std::vector<TrialRow> mine;
+  for (const auto& t : Store(db_path().string()).trials("e2e"))
+    if (t.experiment_id == s.id) mine.push_back(t);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine[0].purpose, "candidate");
+  EXPECT_DOUBLE_EQ(*mine[0].val_bpb, 0.8);
+  EXPECT_EQ(mine[1].purpose, "reapplied");
+  EXPECT_DOUBLE_EQ(*mine[1].val_bpb, 0.7);
+  EXPECT_THAT(daemon("show " + std::to_string(s.id)).out, HasSubstr("re-applied:"));
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "slow\nfast\nbase\n");
+}
+
+TEST_F(EngineE2E, AConflictIsRecordedAndItsDiffGoesBackToTheProposer) {
+  // Both change the same line: the slow winner does not re-apply.
+  std::string fast = with(kBase, "# a-slot", "bonus 0.1");
+  std::string slow = with(with(kBase, "# a-slot", "bonus 0.2"), "seconds 0.2", "seconds 2.5");
+  nlohmann::json steps = nlohmann::json::array({{{"answer", whole_file_answer("fast", fast)}},
+                                                {{"answer", whole_file_answer("slow", slow)}}});
+  for (int i = 0; i < 6; ++i)
+    steps.push_back({{"hang_s", 1}, {"answer", whole_file_answer("later " + std::to_string(i),
+                                                                  with(kBase, "#\n#\n# b", "#\n#\n# b" + std::to_string(i)))}});
+  llm::testing::FakeLlmServer server(steps, "", dir.path());
+  write_config("[0, 1]", 1, llm(server));
+  pid_t pid = spawn_daemon("daemon.out");
+  auto rows = wait_for([](const auto& r) {
+    return std::any_of(r.begin(), r.end(), [](const ExperimentRow& e) { return e.state == "conflict"; });
+  });
+  // The next requests carry the conflict and the stale diff.
+  auto t0 = std::chrono::steady_clock::now();
+  bool told = false;
+  while (!told && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+    for (const auto& r : server.requests())
+      if (r["body"].dump().find("conflict") != std::string::npos &&
+          r["body"].dump().find("+bonus 0.2") != std::string::npos)
+        told = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  stop_daemon(pid);
+  const ExperimentRow* conflict = nullptr;
+  for (const auto& r : Store(db_path().string()).experiments("e2e"))
+    if (r.state == "conflict" && r.description == "slow") conflict = new ExperimentRow(r);
+  ASSERT_TRUE(conflict);
+  EXPECT_THAT(conflict->error, HasSubstr("conflicts in trainer/train.cu"));
+  if (conflict->val_bpb) EXPECT_DOUBLE_EQ(*conflict->val_bpb, 0.8);  // what it measured is kept
+  EXPECT_TRUE(told);
+  EXPECT_EQ(trim(git("rev-parse refs/autoresearch/e2e/exp/" + std::to_string(conflict->id)).out), conflict->commit);
+  delete conflict;
+}
+
+TEST_F(EngineE2E, StopEndsAnLlmCallOfSixtySecondsWithinTenSeconds) {
+  nlohmann::json steps = nlohmann::json::array(
+      {{{"hang_s", 60}, {"answer", whole_file_answer("slow answer", with(kBase, "# a-slot", "bonus 0.1"))}}});
+  llm::testing::FakeLlmServer server(steps, "", dir.path());
+  write_config("[0]", 1, llm(server));
+  ASSERT_EQ(daemon("start --detach").code, 0);
+  auto t_wait = std::chrono::steady_clock::now();
+  while (server.requests().empty() && std::chrono::steady_clock::now() - t_wait < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(server.requests().size(), 1u);  // the call is in flight
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto t0 = std::chrono::steady_clock::now();
+  auto stopped = daemon("stop --timeout 10");
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(stopped.code, 0) << stopped.out;
+  EXPECT_LT(took, 10);
+  Store store(db_path().string());
+  EXPECT_TRUE(store.unfinished().empty());
+  EXPECT_EQ(store.last_session()->end_reason, "stopped");
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), base);
+}
+
+TEST_F(EngineE2E, SigkillWithFourInFlightThenRestartLeavesNoOrphan) {
+  nlohmann::json script = nlohmann::json::array();
+  for (int i = 0; i < 4; ++i)
+    script.push_back(edit("hang " + std::to_string(i), with(kBase, "# a-slot", "HANG " + std::to_string(i))));
+  // It waits, built, behind the hangs when the daemon dies.
+  script.push_back(edit("improve", with(kBase, "# b-slot", "bonus 0.3")));
+  write_file(repo / "script.json", script.dump());
+  write_config("[0, 1, 2, 3]", 1, scripted(), 60);
+  pid_t first = spawn_daemon("first.out");
+  auto rows = wait_for([](const auto& r) {
+    int n = 0;
+    for (const auto& e : r) n += e.state == "running" && e.pgid ? 1 : 0;
+    return n == 4;
+  });
+  std::vector<pid_t> groups;
+  for (const auto& r : rows)
+    if (r.state == "running" && r.pgid) groups.push_back(static_cast<pid_t>(*r.pgid));
+  ASSERT_EQ(groups.size(), 4u);
+  kill(first, SIGKILL);
+  int st;
+  waitpid(first, &st, 0);
+  children.clear();
+  for (pid_t g : groups) EXPECT_FALSE(group_members(g).empty());  // they outlived the daemon
+
+  // The restarted daemon goes on with the script's next entry.
+  script.push_back(edit("improve", with(kBase, "# b-slot", "bonus 0.3")));
+  write_file(repo / "script.json", script.dump());
+  pid_t second = spawn_daemon("second.out");
+  rows = wait_for([](const auto& r) {
+    return std::any_of(r.begin(), r.end(), [](const ExperimentRow& e) { return e.description == "improve" && e.state == "kept"; });
+  });
+  for (pid_t g : groups) EXPECT_TRUE(group_members(g).empty()) << "group " << g;
+  stop_daemon(second);
+  Store store(db_path().string());
+  EXPECT_TRUE(store.unfinished().empty());
+  int interrupted = 0;
+  for (const auto& r : store.experiments("e2e")) interrupted += r.state == "interrupted" ? 1 : 0;
+  EXPECT_GE(interrupted, 4);
+  auto best = store.best("e2e");
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->description, "improve");
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), best->commit);
+  for (const auto& t : store.trials("e2e")) EXPECT_TRUE(t.ended_at);
+}
+
+}  // namespace
+}  // namespace ard
