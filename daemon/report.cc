@@ -1,7 +1,9 @@
 // See report.h.
 #include "daemon/report.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "daemon/log.h"
@@ -47,6 +49,39 @@ std::string format_duration(double s) {
   return buf;
 }
 
+StatusFigures status_figures(Store& store, const std::string& tag, const std::vector<ExperimentRow>& rows,
+                             bool daemon_running, double now) {
+  StatusFigures f;
+  double training = 0;
+  for (const auto& r : rows) {
+    if (is_final_state(r.state) && r.state != status::kInterrupted) ++f.finished;
+    if (r.training_seconds) training += *r.training_seconds;
+  }
+  // Wall time: from the first experiment's start to now, or to the last
+  // experiment's end when no daemon runs.
+  double first = rows.empty() ? now : rows.front().started_at;
+  double last = now;
+  if (!daemon_running && !rows.empty()) last = rows.back().ended_at.value_or(rows.back().started_at);
+  f.wall_s = last > first ? last - first : 0;
+  if (f.wall_s > 0) f.per_hour = f.finished / (f.wall_s / 3600.0);
+
+  auto trials = store.trials(tag);
+  std::set<std::string> gpus;
+  double busy = 0;
+  for (const auto& t : trials) {
+    gpus.insert(t.gpu);
+    busy += std::max(0.0, t.ended_at.value_or(now) - t.started_at);
+  }
+  if (!gpus.empty()) f.gpus = static_cast<int>(gpus.size());
+  double capacity = f.wall_s * f.gpus;
+  if (capacity > 0) {
+    f.training_share = training / capacity;
+    if (!trials.empty()) f.gpu_busy_share = busy / capacity;
+  }
+  f.llm = store.llm_totals();
+  return f;
+}
+
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now) {
   std::ostringstream os;
   auto rows = store.experiments(tag);
@@ -66,8 +101,6 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
      << pad("delta", 9, true) << "  " << pad("status", 14) << "  " << pad("duration", 8, true) << "  description\n";
   std::optional<double> best;
   const ExperimentRow* best_row = nullptr;
-  int finished = 0;
-  double training = 0;
   for (const auto& r : rows) {
     std::string val = r.val_bpb ? fixed(*r.val_bpb, 6) : "-";
     std::string delta = r.val_bpb && best ? signed_fixed(*r.val_bpb - *best, 6) : "-";
@@ -79,8 +112,6 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
       best = r.val_bpb;
       best_row = &r;
     }
-    if (is_final_state(r.state) && r.state != status::kInterrupted) ++finished;
-    if (r.training_seconds) training += *r.training_seconds;
   }
   if (rows.empty()) os << "(no experiments yet)\n";
   os << "\n";
@@ -90,22 +121,16 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   else
     os << "best: none yet\n";
 
-  // Wall time: from the first experiment's start to now, or to the last
-  // experiment's end when no daemon runs.
-  double wall = 0;
-  {
-    double first = rows.empty() ? now : rows.front().started_at;
-    double last = now;
-    if (!daemon_pid && !rows.empty()) last = rows.back().ended_at.value_or(rows.back().started_at);
-    wall = last > first ? last - first : 0;
-  }
-  os << "experiments: " << finished << " finished in " << format_duration(wall);
-  if (wall > 0) os << " (" << fixed(finished / (wall / 3600.0), 1) << " per hour)";
-  os << "; training share of wall time: " << (wall > 0 ? fixed(100.0 * training / wall, 1) : "0.0") << "%\n";
-
-  LlmTotals llm = store.llm_totals();
-  os << "llm: " << llm.calls << " calls, " << llm.input_tokens << " input + " << llm.output_tokens
-     << " output tokens, $" << fixed(llm.cost_usd, 4) << "\n";
+  StatusFigures f = status_figures(store, tag, rows, daemon_pid.has_value(), now);
+  os << "experiments: " << f.finished << " finished in " << format_duration(f.wall_s);
+  if (f.wall_s > 0) os << " (" << fixed(f.per_hour, 1) << " per hour)";
+  os << "; training share of wall time: " << fixed(100.0 * f.training_share, 1) << "%";
+  if (f.gpu_busy_share)
+    os << "; GPU busy share: " << fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
+       << (f.gpus == 1 ? "" : "s");
+  os << "\n";
+  os << "llm: " << f.llm.calls << " calls, " << f.llm.input_tokens << " input + " << f.llm.output_tokens
+     << " output tokens, $" << fixed(f.llm.cost_usd, 4) << "\n";
 
   const ExperimentRow* current = nullptr;
   for (const auto& r : rows)

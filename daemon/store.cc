@@ -92,6 +92,19 @@ Store::Store(const std::string& path) : db_(path) {
   migrate();
 }
 
+Store::Store(const std::string& path, ReadOnlyTag) : db_(path, OpenMode::kReadOnly) {
+  int v = version();
+  if (v == 0) throw SqliteError(path + " is not an autoresearchd results store");
+  if (v != latest_version())
+    throw SqliteError(path + " has schema version " + std::to_string(v) + ", this autoresearchd reads version " +
+                      std::to_string(latest_version()) +
+                      (v < latest_version() ? " (start the daemon once to migrate it)" : ""));
+}
+
+std::unique_ptr<Store> Store::open_read_only(const std::string& path) {
+  return std::unique_ptr<Store>(new Store(path, ReadOnlyTag{}));
+}
+
 int Store::latest_version() {
   auto sections = schema_sections();
   return sections.empty() ? 0 : sections.back().version;
@@ -370,6 +383,60 @@ LlmTotals Store::llm_totals() {
       "coalesce(sum(cost_usd),0) FROM llm_calls");
   s.step();
   return {s.integer(0), s.integer(1), s.integer(2), s.real(3)};
+}
+
+namespace {
+
+constexpr const char* kTrialColumns =
+    "id, experiment_id, gpu, purpose, commit_hash, started_at, ended_at, training_seconds, val_bpb, "
+    "coalesce(status, '')";
+
+std::vector<TrialRow> read_trials(Statement& s) {
+  std::vector<TrialRow> out;
+  while (s.step()) {
+    TrialRow t;
+    t.id = s.integer(0);
+    t.experiment_id = s.integer(1);
+    t.gpu = s.text(2);
+    t.purpose = s.text(3);
+    t.commit = s.text(4);
+    t.started_at = s.real(5);
+    t.ended_at = s.opt_real(6);
+    t.training_seconds = s.opt_real(7);
+    t.val_bpb = s.opt_real(8);
+    t.status = s.text(9);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TrialRow> Store::trials(const std::string& tag) {
+  auto s = db_.prepare(std::string("SELECT ") + kTrialColumns + " FROM trials WHERE tag=? ORDER BY started_at, id");
+  s.bind(1, tag);
+  return read_trials(s);
+}
+
+std::vector<TrialRow> Store::experiment_trials(int64_t id) {
+  auto s = db_.prepare(std::string("SELECT ") + kTrialColumns + " FROM trials WHERE experiment_id=? ORDER BY started_at, id");
+  s.bind(1, static_cast<long long>(id));
+  return read_trials(s);
+}
+
+std::map<int64_t, std::string> Store::experiment_gpus(const std::string& tag) {
+  auto s = db_.prepare("SELECT id, gpu FROM experiments WHERE tag=? AND gpu IS NOT NULL");
+  s.bind(1, tag);
+  std::map<int64_t, std::string> out;
+  while (s.step()) out[s.integer(0)] = s.text(1);
+  return out;
+}
+
+std::vector<ProgramVersion> Store::programs() {
+  auto s = db_.prepare("SELECT hash, content, first_seen FROM program_versions ORDER BY first_seen, hash");
+  std::vector<ProgramVersion> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.real(2)});
+  return out;
 }
 
 }  // namespace ard
