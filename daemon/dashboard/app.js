@@ -1,7 +1,7 @@
 // The dashboard's script (served as /app.js): renders the three pages from the
 // JSON API and polls it for live updates. Every string from the store (what
 // the LLM or a child process wrote) goes into the DOM as text, never as markup:
-// this file never assigns innerHTML.
+// nothing here parses a string as HTML.
 'use strict';
 
 const POLL_MS = 2000;
