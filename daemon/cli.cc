@@ -108,6 +108,14 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   Engine engine(io, config, state, store, *proposer, log, gpus);  // takes SIGTERM and SIGINT from here on
+  // serve.enabled: the dashboard on the engine's loop, gone when the engine stops.
+  std::unique_ptr<DashboardActions> dashboard_actions;
+  std::unique_ptr<DashboardServer> dashboard;
+  if (config.serve.enabled) {
+    if (config.serve.allow_actions) dashboard_actions = make_daemon_actions(config);
+    dashboard = std::make_unique<DashboardServer>(io, dashboard_settings(config), dashboard_actions.get());
+    log("dashboard at " + dashboard->url());
+  }
   ready.send("ok " + std::to_string(getpid()));
   int abandoned = 0;
   try {
@@ -253,11 +261,10 @@ int cmd_serve(const Options& o, const std::string& bind, int port) {
   Config config = resolve(o);
   if (!bind.empty()) config.serve.bind = bind;
   if (port >= 0) config.serve.port = port;
-  StateDir state(config.repo);
   std::unique_ptr<DashboardActions> actions;
   if (config.serve.allow_actions) actions = make_daemon_actions(config);
   boost::asio::io_context io;
-  DashboardServer server(io, {config.serve, config.tag, state.db(), state.pid_file()}, actions.get());
+  DashboardServer server(io, dashboard_settings(config), actions.get());
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
     server.close();

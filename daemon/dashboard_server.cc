@@ -362,4 +362,9 @@ void DashboardServer::close() {
   state_->acceptor.close(ec);
 }
 
+DashboardSettings dashboard_settings(const Config& config) {
+  StateDir state(config.repo);
+  return {config.serve, config.tag, state.db(), state.pid_file()};
+}
+
 }  // namespace ard

@@ -46,6 +46,9 @@ struct DashboardSettings {
   std::filesystem::path chart_js = "/usr/share/javascript/chart.js/chart.min.js";
 };
 
+/// The settings for the repo's store and its [serve] table.
+DashboardSettings dashboard_settings(const Config& config);
+
 class DashboardServer {
  public:
   /// Validates settings.serve (ConfigError naming the key), binds and starts

@@ -220,6 +220,10 @@ class DashboardTest(unittest.TestCase):
         sh(["git", "init", "-q", "-b", "main", "."], repo)
         sh(["git", "add", "-A"], repo)
         sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"], repo)
+        # The daemon serves the dashboard itself too (serve.enabled) on a free port.
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            cls.embedded_port = probe.getsockname()[1]
         write(f"{repo}/autoresearch.toml", f"""
 tag = "dash"
 budget_s = 1
@@ -237,6 +241,9 @@ enabled = false
 [proposer]
 kind = "scripted"
 script = "script.json"
+[serve]
+enabled = true
+port = {cls.embedded_port}
 """)
         edits = [("lower val to 0.95", "val_bpb 0.95\n"), (XSS, "val_bpb 0.97\n"),
                  ("crash in training", "val_bpb 0.5\nCRASH\n"), ("reach 0.90", "val_bpb 0.90\n"),
@@ -250,6 +257,7 @@ script = "script.json"
             if os.path.exists(cls.db) and len(cls.finished()) >= 1 + len(edits):
                 break
             time.sleep(0.2)
+        cls.embedded_status = json.load(urllib.request.urlopen(f"http://127.0.0.1:{cls.embedded_port}/api/status"))
         sh([DAEMON, "stop"], repo)
         assert len(cls.finished()) == 1 + len(edits), "the end-to-end run did not finish its script"
 
@@ -284,6 +292,12 @@ script = "script.json"
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout
+
+    def test_the_daemon_serves_the_dashboard_while_it_runs(self):
+        self.assertTrue(self.embedded_status["daemon"]["running"])
+        self.assertEqual(self.embedded_status["figures"]["finished"], 6)
+        with self.assertRaises(OSError):  # gone with the daemon
+            urllib.request.urlopen(f"http://127.0.0.1:{self.embedded_port}/api/status", timeout=5)
 
     def test_api_matches_the_store(self):
         doc = json.load(urllib.request.urlopen(self.url + "api/experiments"))
