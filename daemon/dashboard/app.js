@@ -155,6 +155,7 @@ function renderChart() {
   const canvas = $('#progress');
   const data = chartData();
   const xTitle = overview.byTime ? 'hours since the first experiment' : 'experiment';
+  const xPrecision = overview.byTime ? 2 : 0;  // experiment numbers are whole
   if (typeof Chart === 'undefined') {
     showError('Chart.js did not load');
   } else if (!overview.chart) {
@@ -162,7 +163,7 @@ function renderChart() {
       data,
       options: {
         animation: false, responsive: true, maintainAspectRatio: false, parsing: true,
-        scales: { x: { type: 'linear', title: { display: true, text: xTitle } },
+        scales: { x: { type: 'linear', title: { display: true, text: xTitle }, ticks: { precision: xPrecision } },
                   y: { title: { display: true, text: 'val_bpb' } } },
         plugins: { legend: { display: true },
                    tooltip: { callbacks: { label: (c) => (c.raw.id ? '#' + c.raw.id + ' ' : '') + c.raw.y.toFixed(6) } } },
@@ -171,6 +172,7 @@ function renderChart() {
   } else {
     overview.chart.data = data;
     overview.chart.options.scales.x.title.text = xTitle;
+    overview.chart.options.scales.x.ticks.precision = xPrecision;
     overview.chart.update();
   }
   // What the chart draws, readable from the DOM (tests, scripts).

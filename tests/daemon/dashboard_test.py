@@ -411,6 +411,8 @@ port = {cls.embedded_port}
         finally:
             browser.terminate()
             browser.wait(timeout=10)
+            with sqlite3.connect(self.db) as c:  # the other tests see the run as it ended
+                c.execute("DELETE FROM experiments WHERE description='live row'")
 
     def wait(self, tools, expression, timeout=20):
         deadline = time.time() + timeout
