@@ -19,8 +19,7 @@ json or_null(const std::optional<T>& v) {
 json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 /// The fields the chart, the table and the lanes use.
-json experiment_summary(const ExperimentRow& r, const std::map<int64_t, std::string>& gpus) {
-  auto gpu = gpus.find(r.id);
+json experiment_summary(const ExperimentRow& r) {
   return {
       {"id", r.id},
       {"tag", r.tag},
@@ -30,7 +29,7 @@ json experiment_summary(const ExperimentRow& r, const std::map<int64_t, std::str
       {"state", r.state},
       {"final", is_final_state(r.state)},
       {"stage", text_or_null(r.stage)},
-      {"gpu", gpu == gpus.end() ? json(nullptr) : json(gpu->second)},
+      {"gpu", text_or_null(r.gpu)},
       {"fix_of", or_null(r.fix_of)},
       {"val_bpb", or_null(r.val_bpb)},
       {"peak_vram_mb", or_null(r.peak_vram_mb)},
@@ -53,7 +52,6 @@ json stage_progress(const ExperimentRow& r, double now) {
 
 json api_status(Store& store, const DashboardView& view, double now) {
   auto rows = store.experiments(view.tag);
-  auto gpus = store.experiment_gpus(view.tag);
   StatusFigures f = status_figures(store, view.tag, rows, view.daemon_pid.has_value(), now);
 
   json best = nullptr;
@@ -66,8 +64,7 @@ json api_status(Store& store, const DashboardView& view, double now) {
   std::map<std::string, json> lanes;
   for (const auto& r : rows) {
     if (is_final_state(r.state)) continue;
-    auto g = gpus.find(r.id);
-    std::string gpu = g == gpus.end() ? "-" : g->second;
+    std::string gpu = r.gpu.empty() ? "-" : r.gpu;
     json& lane = lanes[gpu];
     if (lane.is_null()) lane = {{"gpu", gpu}, {"experiments", json::array()}};
     lane["experiments"].push_back({{"id", r.id},
@@ -109,18 +106,18 @@ json api_status(Store& store, const DashboardView& view, double now) {
 }
 
 json api_experiments(Store& store, const DashboardView& view, int64_t since) {
-  auto gpus = store.experiment_gpus(view.tag);
   json out = json::array();
   for (const auto& r : store.experiments(view.tag))
-    if (r.id > since) out.push_back(experiment_summary(r, gpus));
+    if (r.id > since) out.push_back(experiment_summary(r));
   return out;
 }
 
 std::optional<json> api_experiment(Store& store, int64_t id) {
   auto r = store.experiment(id);
   if (!r) return std::nullopt;
-  json doc = experiment_summary(*r, store.experiment_gpus(r->tag));
+  json doc = experiment_summary(*r);
   doc["parent_commit"] = r->parent_commit;
+  doc["reapplied_from"] = text_or_null(r->reapplied_from);
   doc["proposer"] = r->proposer;
   doc["diff"] = r->diff;
   doc["log_tail"] = r->log_tail;

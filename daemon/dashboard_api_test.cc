@@ -39,10 +39,10 @@ class DashboardApiTest : public ::testing::Test {
     unplaced = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
     other_tag = store.create_experiment("u", false, kBase, "p1", "llm", std::nullopt);
 
-    // The engine's columns, as it writes them (no Store method yet).
+    store.set_gpu(on_gpu, "1");
+    store.set_gpu(hostile, "0");
+    // Trials with chosen times (begin_trial stamps the clock).
     Database db((dir.path() / "results.db").string());
-    db.prepare("UPDATE experiments SET gpu='1' WHERE id=?").bind(1, on_gpu).run();
-    db.prepare("UPDATE experiments SET gpu='0' WHERE id=?").bind(1, hostile).run();
     db.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, ended_at, "
             "training_seconds, val_bpb, status) VALUES(" + std::to_string(hostile) +
             ", 't', '0', 'candidate', '" + kTwo + "', 900, 960, 30, 1.25, 'ok')");

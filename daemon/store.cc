@@ -385,50 +385,12 @@ LlmTotals Store::llm_totals() {
   return {s.integer(0), s.integer(1), s.integer(2), s.real(3)};
 }
 
-namespace {
-
-constexpr const char* kTrialColumns =
-    "id, experiment_id, gpu, purpose, commit_hash, started_at, ended_at, training_seconds, val_bpb, "
-    "coalesce(status, '')";
-
-std::vector<TrialRow> read_trials(Statement& s) {
-  std::vector<TrialRow> out;
-  while (s.step()) {
-    TrialRow t;
-    t.id = s.integer(0);
-    t.experiment_id = s.integer(1);
-    t.gpu = s.text(2);
-    t.purpose = s.text(3);
-    t.commit = s.text(4);
-    t.started_at = s.real(5);
-    t.ended_at = s.opt_real(6);
-    t.training_seconds = s.opt_real(7);
-    t.val_bpb = s.opt_real(8);
-    t.status = s.text(9);
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-}  // namespace
-
-std::vector<TrialRow> Store::trials(const std::string& tag) {
-  auto s = db_.prepare(std::string("SELECT ") + kTrialColumns + " FROM trials WHERE tag=? ORDER BY started_at, id");
-  s.bind(1, tag);
-  return read_trials(s);
-}
-
 std::vector<TrialRow> Store::experiment_trials(int64_t id) {
-  auto s = db_.prepare(std::string("SELECT ") + kTrialColumns + " FROM trials WHERE experiment_id=? ORDER BY started_at, id");
-  s.bind(1, static_cast<long long>(id));
-  return read_trials(s);
-}
-
-std::map<int64_t, std::string> Store::experiment_gpus(const std::string& tag) {
-  auto s = db_.prepare("SELECT id, gpu FROM experiments WHERE tag=? AND gpu IS NOT NULL");
-  s.bind(1, tag);
-  std::map<int64_t, std::string> out;
-  while (s.step()) out[s.integer(0)] = s.text(1);
+  auto row = experiment(id);
+  if (!row) return {};
+  std::vector<TrialRow> out;
+  for (auto& t : trials(row->tag))
+    if (t.experiment_id == id) out.push_back(std::move(t));
   return out;
 }
 

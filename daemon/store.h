@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,18 +93,6 @@ struct LlmTotals {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
-};
-
-/// One execution of an experiment's stages on a GPU (table trials).
-struct TrialRow {
-  int64_t id = 0;
-  int64_t experiment_id = 0;
-  std::string gpu;
-  std::string purpose;
-  std::string commit;
-  double started_at = 0;
-  std::optional<double> ended_at, training_seconds, val_bpb;
-  std::string status;
 };
 
 /// One stored program.md version.
@@ -205,13 +192,9 @@ class Store : public llm::CallSink {
   void record(const llm::CallRecord& call) override;
   LlmTotals llm_totals();
 
-  // Reads for the dashboard and the report.
-  /// The tag's trials, oldest first.
-  std::vector<TrialRow> trials(const std::string& tag);
+  // Reads for the dashboard.
   /// The trials of one experiment, oldest first.
   std::vector<TrialRow> experiment_trials(int64_t id);
-  /// experiments.gpu of the tag's experiments that have one, by id.
-  std::map<int64_t, std::string> experiment_gpus(const std::string& tag);
   /// Every stored program.md version, oldest first.
   std::vector<ProgramVersion> programs();
 
