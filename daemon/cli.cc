@@ -13,13 +13,18 @@
 #include <iostream>
 #include <thread>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
 #include "daemon/config.h"
+#include "daemon/dashboard_server.h"
 #include "daemon/data_prep.h"
 #include "daemon/engine.h"
 #include "daemon/fatal_error.h"
 #include "daemon/git_repo.h"
 #include "daemon/gpus.h"
 #include "daemon/log.h"
+#include "daemon/plot.h"
 #include "daemon/process_runner.h"
 #include "daemon/proposer_factory.h"
 #include "daemon/report.h"
@@ -103,6 +108,14 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   Engine engine(io, config, state, store, *proposer, log, gpus);  // takes SIGTERM and SIGINT from here on
+  // serve.enabled: the dashboard on the engine's loop, gone when the engine stops.
+  std::unique_ptr<DashboardActions> dashboard_actions;
+  std::unique_ptr<DashboardServer> dashboard;
+  if (config.serve.enabled) {
+    if (config.serve.allow_actions) dashboard_actions = make_daemon_actions(config);
+    dashboard = std::make_unique<DashboardServer>(io, dashboard_settings(config), dashboard_actions.get());
+    log("dashboard at " + dashboard->url());
+  }
   ready.send("ok " + std::to_string(getpid()));
   int abandoned = 0;
   try {
@@ -243,6 +256,36 @@ int cmd_prepare(const Options& o) {
   return 0;
 }
 
+/// The dashboard in the foreground until SIGINT or SIGTERM.
+int cmd_serve(const Options& o, const std::string& bind, int port) {
+  Config config = resolve(o);
+  if (!bind.empty()) config.serve.bind = bind;
+  if (port >= 0) config.serve.port = port;
+  std::unique_ptr<DashboardActions> actions;
+  if (config.serve.allow_actions) actions = make_daemon_actions(config);
+  boost::asio::io_context io;
+  DashboardServer server(io, dashboard_settings(config), actions.get());
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int) {
+    server.close();
+    io.stop();
+  });
+  signal(SIGPIPE, SIG_IGN);
+  std::cout << "autoresearchd: serving tag " << config.tag << " at " << server.url() << std::endl;
+  io.run();
+  return 0;
+}
+
+int cmd_plot(const Options& o, const std::string& out, bool by_time) {
+  Config config = resolve(o);
+  StateDir state(config.repo);
+  if (!std::filesystem::exists(state.db())) throw FatalError("no results yet in " + config.repo.string());
+  auto store = Store::open_read_only(state.db().string());
+  write_plot(*store, config.tag, out, by_time);
+  std::cout << "autoresearchd: wrote " << out << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -276,6 +319,18 @@ int run_cli(int argc, char** argv) {
   exp->add_flag("--tsv", tsv, "tab-separated: commit, val_bpb, memory_gb, status, description")->required();
   CLI::App* prepare = app.add_subcommand("prepare", "build the trainer and prepare the data; print its data_dir");
   common(prepare, true);
+  std::string serve_bind;
+  int serve_port = -1;
+  CLI::App* serve = app.add_subcommand("serve", "the dashboard and its JSON API over HTTP, read-only on the store");
+  common(serve, true);
+  serve->add_option("--bind", serve_bind, "address to listen on (default: serve.bind, 127.0.0.1)");
+  serve->add_option("--port", serve_port, "port (default: serve.port, 8765; 0 picks a free one)")->check(CLI::Range(0, 65535));
+  std::string plot_out;
+  bool plot_by_time = false;
+  CLI::App* plot = app.add_subcommand("plot", "draw the progress chart into a PNG or SVG file (gnuplot)");
+  common(plot, true);
+  plot->add_option("--out", plot_out, "progress.png or progress.svg")->required();
+  plot->add_flag("--by-time", plot_by_time, "x by hours since the first experiment instead of its number");
 
   try {
     app.parse(argc, argv);
@@ -296,6 +351,8 @@ int run_cli(int argc, char** argv) {
     if (*show) return cmd_show(o, show_id);
     if (*exp) return cmd_export(o);
     if (*prepare) return cmd_prepare(o);
+    if (*serve) return cmd_serve(o, serve_bind, serve_port);
+    if (*plot) return cmd_plot(o, plot_out, plot_by_time);
   } catch (const std::exception& e) {
     std::cerr << "autoresearchd: error: " << e.what() << "\n";
     return 1;

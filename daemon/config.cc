@@ -2,6 +2,9 @@
 // it consumed, so whatever is left over is reported as unknown by its full name.
 #include "daemon/config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -117,6 +120,31 @@ std::vector<StageConfig> default_stages(double budget_s, double startup_s) {
       {"check", "build/trainer/train --check", 300, 60},
       {"train", "build/trainer/train --data {data_dir}", 2 * budget_s + startup_s, budget_s + startup_s},
   };
+}
+
+bool is_loopback_address(const std::string& address) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, address.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+void validate_serve(const ServeConfig& serve) {
+  in_addr v4{};
+  in6_addr v6{};
+  if (inet_pton(AF_INET, serve.bind.c_str(), &v4) != 1 && inet_pton(AF_INET6, serve.bind.c_str(), &v6) != 1)
+    throw ConfigError("serve.bind: '" + serve.bind + "' is not an IPv4 or IPv6 address");
+  if (serve.port < 0 || serve.port > 65535)  // 0 (command line only): any free port
+    throw ConfigError("serve.port: must be 1 to 65535, got " + std::to_string(serve.port));
+  if (!serve.token.empty() && serve.token.size() < 16)
+    throw ConfigError("serve.token: must be at least 16 characters");
+  for (char ch : serve.token)
+    if (ch <= ' ' || ch == ';' || ch == ',' || ch == '"' || ch == '\\' || ch == 127)
+      throw ConfigError("serve.token: only printable characters without spaces, quotes, ';', ',' or '\\'");
+  if (serve.token.empty() && !is_loopback_address(serve.bind))
+    throw ConfigError("serve.token: required to serve on " + serve.bind + ", which is not a loopback address");
+  if (serve.token.empty() && serve.allow_actions)
+    throw ConfigError("serve.token: required when serve.allow_actions = true");
 }
 
 std::string expand_home(const std::string& path) {
@@ -241,6 +269,17 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     static const std::regex var_re("[A-Za-z_][A-Za-z0-9_]*");
     for (const auto& v : c.env_pass)
       if (!std::regex_match(v, var_re)) throw ConfigError("env.pass: '" + v + "' is not a variable name");
+  }
+
+  if (const toml::table* t = top.table("serve")) {
+    KeyReader r(*t, "serve");
+    r.boolean("enabled", c.serve.enabled);
+    r.string("bind", c.serve.bind);
+    r.integer("port", c.serve.port, 1);
+    r.string("token", c.serve.token);
+    r.boolean("allow_actions", c.serve.allow_actions);
+    r.reject_unknown();
+    validate_serve(c.serve);
   }
 
   if (const toml::table* t = top.table("proposer")) {

@@ -35,6 +35,15 @@ struct DataConfig {
   double timeout_s = 7200;
 };
 
+/// [serve]: the dashboard (docs/dashboard.md).
+struct ServeConfig {
+  bool enabled = false;        ///< also serve from inside the daemon
+  std::string bind = "127.0.0.1";
+  int port = 8765;
+  std::string token;           ///< required for a non-loopback bind and for actions
+  bool allow_actions = false;  ///< offer stop and program.md edits (with the token)
+};
+
 struct Config {
   std::filesystem::path repo;  ///< absolute research repo root
   std::string tag = "main";
@@ -67,6 +76,7 @@ struct Config {
                                            "num_steps",      "num_params_M",     "depth"};
 
   DataConfig data;
+  ServeConfig serve;
 
   std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",
                                        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH"};
@@ -93,6 +103,14 @@ std::vector<StageConfig> default_stages(double budget_s, double startup_s);
 
 /// Throws ConfigError when tag cannot name a branch autoresearch/<tag>.
 void validate_tag(const std::string& tag);
+
+/// Throws ConfigError (naming serve.bind, serve.port or serve.token) when the
+/// dashboard cannot be served safely as configured: a bind that is not an IP
+/// address, a non-loopback bind or actions without a token, a short token.
+void validate_serve(const ServeConfig& serve);
+
+/// True for 127.0.0.0/8 and ::1.
+bool is_loopback_address(const std::string& address);
 
 /// "~/x" with $HOME expanded; other paths as they are.
 std::string expand_home(const std::string& path);

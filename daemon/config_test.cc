@@ -144,5 +144,46 @@ TEST(Config, ShippedConfigParses) {
   EXPECT_EQ(c.data.train, d.data.train);
 }
 
+TEST(Config, ServeDefaultsToReadOnlyLoopback) {
+  Config c = parse_config("", "/r");
+  EXPECT_FALSE(c.serve.enabled);
+  EXPECT_EQ(c.serve.bind, "127.0.0.1");
+  EXPECT_EQ(c.serve.port, 8765);
+  EXPECT_EQ(c.serve.token, "");
+  EXPECT_FALSE(c.serve.allow_actions);
+  Config d = parse_config(R"(
+[serve]
+enabled = true
+bind = "0.0.0.0"
+port = 9000
+token = "0123456789abcdef"
+allow_actions = true
+)", "/r");
+  EXPECT_TRUE(d.serve.enabled);
+  EXPECT_EQ(d.serve.bind, "0.0.0.0");
+  EXPECT_EQ(d.serve.port, 9000);
+  EXPECT_EQ(d.serve.token, "0123456789abcdef");
+  EXPECT_TRUE(d.serve.allow_actions);
+  EXPECT_EQ(parse_config("[serve]\nbind = \"::1\"\n", "/r").serve.bind, "::1");
+}
+
+TEST(Config, ServeRefusesUnsafeOrBadValues) {
+  EXPECT_EQ(error_of("[serve]\nbind = \"0.0.0.0\"\n"),
+            "serve.token: required to serve on 0.0.0.0, which is not a loopback address");
+  EXPECT_EQ(error_of("[serve]\nallow_actions = true\n"), "serve.token: required when serve.allow_actions = true");
+  EXPECT_EQ(error_of("[serve]\ntoken = \"short\"\n"), "serve.token: must be at least 16 characters");
+  EXPECT_THAT(error_of("[serve]\ntoken = \"0123456789 abcdef\"\n"), HasSubstr("serve.token: only printable"));
+  EXPECT_EQ(error_of("[serve]\nbind = \"localhost\"\n"), "serve.bind: 'localhost' is not an IPv4 or IPv6 address");
+  EXPECT_EQ(error_of("[serve]\nport = 70000\n"), "serve.port: must be 1 to 65535, got 70000");
+  EXPECT_EQ(error_of("[serve]\nport = 0\n"), "serve.port: out of range: 0");
+  EXPECT_EQ(error_of("[serve]\nport = \"80\"\n"), "serve.port: expected an integer");
+  EXPECT_EQ(error_of("[serve]\nenabled = 1\n"), "serve.enabled: expected true or false");
+  EXPECT_EQ(error_of("[serve]\nhost = \"x\"\n"), "serve.host: unknown key");
+  EXPECT_TRUE(is_loopback_address("127.0.0.2"));
+  EXPECT_TRUE(is_loopback_address("::1"));
+  EXPECT_FALSE(is_loopback_address("10.0.0.1"));
+  EXPECT_FALSE(is_loopback_address("::"));
+}
+
 }  // namespace
 }  // namespace ard

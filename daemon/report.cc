@@ -1,7 +1,9 @@
 // See report.h.
 #include "daemon/report.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "daemon/log.h"
@@ -75,6 +77,37 @@ std::string format_duration(double s) {
   return buf;
 }
 
+StatusFigures status_figures(Store& store, const std::string& tag, const std::vector<ExperimentRow>& rows,
+                             bool daemon_running, double now) {
+  StatusFigures f;
+  for (const auto& r : rows)
+    if (is_final_state(r.state) && r.state != status::kInterrupted) ++f.finished;
+  EngineFigures e = engine_figures(store, tag, now);
+  double capacity = e.gpu_seconds;
+  if (e.wall_s > 0) {
+    f.wall_s = e.wall_s;
+    f.gpus = e.gpus;
+  } else {
+    // No session recorded (a store filled by hand): first start to now, or to
+    // the last end when no daemon runs, on the GPUs the trials name.
+    double first = rows.empty() ? now : rows.front().started_at;
+    double last = now;
+    if (!daemon_running && !rows.empty()) last = rows.back().ended_at.value_or(rows.back().started_at);
+    f.wall_s = last > first ? last - first : 0;
+    std::set<std::string> gpus;
+    for (const auto& t : store.trials(tag)) gpus.insert(t.gpu);
+    if (!gpus.empty()) f.gpus = static_cast<int>(gpus.size());
+    capacity = f.wall_s * f.gpus;
+  }
+  if (f.wall_s > 0) f.per_hour = f.finished / (f.wall_s / 3600.0);
+  if (capacity > 0) {
+    f.training_share = e.training_s / capacity;
+    if (e.busy_s > 0) f.gpu_busy_share = e.busy_s / capacity;
+  }
+  f.llm = store.llm_totals();
+  return f;
+}
+
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now) {
   std::ostringstream os;
   auto rows = store.experiments(tag);
@@ -94,7 +127,6 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
      << pad("delta", 9, true) << "  " << pad("status", 14) << "  " << pad("duration", 8, true) << "  description\n";
   std::optional<double> best;
   const ExperimentRow* best_row = nullptr;
-  int finished = 0;
   for (const auto& r : rows) {
     std::string val = r.val_bpb ? fixed(*r.val_bpb, 6) : "-";
     std::string delta = r.val_bpb && best ? signed_fixed(*r.val_bpb - *best, 6) : "-";
@@ -106,7 +138,6 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
       best = r.val_bpb;
       best_row = &r;
     }
-    if (is_final_state(r.state) && r.state != status::kInterrupted) ++finished;
   }
   if (rows.empty()) os << "(no experiments yet)\n";
   os << "\n";
@@ -116,24 +147,22 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   else
     os << "best: none yet\n";
 
-  // Throughput over the sessions' wall time (start to end, or to now for
-  // the running one) times the GPUs each session trained on.
-  EngineFigures f = engine_figures(store, tag, now);
-  os << "experiments: " << finished << " finished in " << format_duration(f.wall_s);
+  // Throughput over the sessions' wall time (start to end, or to now for the
+  // running one) times the GPUs each session trained on.
+  StatusFigures f = status_figures(store, tag, rows, daemon_pid.has_value(), now);
+  os << "experiments: " << f.finished << " finished in " << format_duration(f.wall_s);
   if (f.wall_s > 0) {
-    os << " (" << fixed(finished / (f.wall_s / 3600.0), 1) << " per hour";
-    if (f.gpus > 1) os << ", " << fixed(finished / (f.gpu_seconds / 3600.0), 1) << " per GPU-hour";
+    os << " (" << fixed(f.per_hour, 1) << " per hour";
+    if (f.gpus > 1) os << ", " << fixed(f.per_hour / f.gpus, 1) << " per GPU-hour";
     os << ")";
   }
-  os << "; training share of wall time: " << (f.gpu_seconds > 0 ? fixed(100.0 * f.training_s / f.gpu_seconds, 1) : "0.0")
-     << "%";
-  if (f.gpu_seconds > 0) os << ", GPU busy " << fixed(100.0 * f.busy_s / f.gpu_seconds, 1) << "%";
-  if (f.gpus > 1) os << " (" << f.gpus << " GPUs)";
+  os << "; training share of wall time: " << fixed(100.0 * f.training_share, 1) << "%";
+  if (f.gpu_busy_share)
+    os << "; GPU busy share: " << fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
+       << (f.gpus == 1 ? "" : "s");
   os << "\n";
-
-  LlmTotals llm = store.llm_totals();
-  os << "llm: " << llm.calls << " calls, " << llm.input_tokens << " input + " << llm.output_tokens
-     << " output tokens, $" << fixed(llm.cost_usd, 4) << "\n";
+  os << "llm: " << f.llm.calls << " calls, " << f.llm.input_tokens << " input + " << f.llm.output_tokens
+     << " output tokens, $" << fixed(f.llm.cost_usd, 4) << "\n";
 
   std::vector<const ExperimentRow*> in_flight;
   for (const auto& r : rows)

@@ -12,6 +12,21 @@
 
 namespace ard {
 
+/// The throughput figures that `status` prints and the dashboard shows.
+struct StatusFigures {
+  int finished = 0;         ///< experiments in a final state, interrupted ones aside
+  double wall_s = 0;        ///< first start to now, or to the last end when no daemon runs
+  double per_hour = 0;      ///< finished experiments per wall-clock hour (0 without wall time)
+  int gpus = 1;             ///< distinct GPUs the trials ran on (1 when none recorded)
+  double training_share = 0;              ///< sum of training_seconds / (wall × gpus)
+  std::optional<double> gpu_busy_share;   ///< sum of trial durations / (wall × gpus); none without trials
+  LlmTotals llm;
+};
+
+/// The figures of the tag's rows (oldest first), its trials and the LLM totals.
+StatusFigures status_figures(Store& store, const std::string& tag, const std::vector<ExperimentRow>& rows,
+                             bool daemon_running, double now);
+
 /// The history table, the best result, throughput, LLM usage and what runs now.
 /// daemon_pid: the running daemon, or nullopt when none runs.
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now);

@@ -20,11 +20,15 @@ class SqliteError : public std::runtime_error {
 
 class Statement;
 
+/// How a connection opens its file: the daemon writes (and creates);
+/// readers that must never change the file (the dashboard) open read-only.
+enum class OpenMode { kReadWrite, kReadOnly };
+
 class Database {
  public:
-  /// Opens (creating if needed) the database at path, with a busy timeout so
-  /// a reader and the daemon can share it.
-  explicit Database(const std::string& path);
+  /// Opens (creating if needed, unless read-only) the database at path, with a
+  /// busy timeout so a reader and the daemon can share it.
+  explicit Database(const std::string& path, OpenMode mode = OpenMode::kReadWrite);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

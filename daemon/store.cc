@@ -92,6 +92,19 @@ Store::Store(const std::string& path) : db_(path) {
   migrate();
 }
 
+Store::Store(const std::string& path, ReadOnlyTag) : db_(path, OpenMode::kReadOnly) {
+  int v = version();
+  if (v == 0) throw SqliteError(path + " is not an autoresearchd results store");
+  if (v != latest_version())
+    throw SqliteError(path + " has schema version " + std::to_string(v) + ", this autoresearchd reads version " +
+                      std::to_string(latest_version()) +
+                      (v < latest_version() ? " (start the daemon once to migrate it)" : ""));
+}
+
+std::unique_ptr<Store> Store::open_read_only(const std::string& path) {
+  return std::unique_ptr<Store>(new Store(path, ReadOnlyTag{}));
+}
+
 int Store::latest_version() {
   auto sections = schema_sections();
   return sections.empty() ? 0 : sections.back().version;
@@ -370,6 +383,22 @@ LlmTotals Store::llm_totals() {
       "coalesce(sum(cost_usd),0) FROM llm_calls");
   s.step();
   return {s.integer(0), s.integer(1), s.integer(2), s.real(3)};
+}
+
+std::vector<TrialRow> Store::experiment_trials(int64_t id) {
+  auto row = experiment(id);
+  if (!row) return {};
+  std::vector<TrialRow> out;
+  for (auto& t : trials(row->tag))
+    if (t.experiment_id == id) out.push_back(std::move(t));
+  return out;
+}
+
+std::vector<ProgramVersion> Store::programs() {
+  auto s = db_.prepare("SELECT hash, content, first_seen FROM program_versions ORDER BY first_seen, hash");
+  std::vector<ProgramVersion> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.real(2)});
+  return out;
 }
 
 }  // namespace ard

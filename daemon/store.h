@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,6 +95,13 @@ struct LlmTotals {
   double cost_usd = 0;
 };
 
+/// One stored program.md version.
+struct ProgramVersion {
+  std::string hash;
+  std::string content;
+  double first_seen = 0;
+};
+
 /// Parsed metrics of one evaluated run.
 struct RunMetrics {
   double val_bpb = 0;
@@ -106,6 +114,11 @@ class Store : public llm::CallSink {
  public:
   /// Opens the database, switches it to WAL and applies pending migrations.
   explicit Store(const std::string& path);
+
+  /// Opens an existing database without writing to it and without migrating
+  /// (the dashboard, whether or not a daemon runs). Throws SqliteError when the
+  /// file is missing or its schema version is not the one this binary knows.
+  static std::unique_ptr<Store> open_read_only(const std::string& path);
 
   /// The schema version this binary writes (the last "-- version N").
   static int latest_version();
@@ -179,7 +192,15 @@ class Store : public llm::CallSink {
   void record(const llm::CallRecord& call) override;
   LlmTotals llm_totals();
 
+  // Reads for the dashboard.
+  /// The trials of one experiment, oldest first.
+  std::vector<TrialRow> experiment_trials(int64_t id);
+  /// Every stored program.md version, oldest first.
+  std::vector<ProgramVersion> programs();
+
  private:
+  struct ReadOnlyTag {};
+  Store(const std::string& path, ReadOnlyTag);
   void migrate();
   Database db_;
 };

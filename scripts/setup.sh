@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages that autoresearchd, its tests and the trainer's
 # harness need. Idempotent: does nothing when everything is already installed.
 # The CUDA toolkit is not installed here; without it the trainer's CUDA part is
-# skipped and everything else still builds and tests.
+# skipped and everything else still builds and tests. chromium runs the
+# dashboard's browser test; libjs-chart.js is the Chart.js that `serve` serves;
+# gnuplot-nox draws `plot`'s chart.
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,7 @@ packages=(
   libcli11-dev libtomlplusplus-dev
   libpcre2-dev liblzma-dev zlib1g-dev libzstd-dev
   python3
+  chromium libjs-chart.js gnuplot-nox
 )
 
 missing=()

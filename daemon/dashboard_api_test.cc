@@ -1,0 +1,163 @@
+// Tests of the dashboard's JSON documents on a store filled by hand, with the
+// engine's columns (experiments.gpu, trials) written as the engine writes them.
+#include "daemon/dashboard_api.h"
+
+#include <gmock/gmock.h>
+
+#include "daemon/report.h"
+#include "testing/test_util.h"
+
+namespace ard {
+namespace {
+
+using nlohmann::json;
+
+const std::string kBase = "1111111111111111111111111111111111111111";
+const std::string kTwo = "2222222222222222222222222222222222222222";
+
+class DashboardApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store.add_run("t", "autoresearch/t", kBase);
+    store.add_run("u", "autoresearch/u", kBase);
+    store.put_program("p1", "# program v1\n");
+    store.put_program("p2", "# program v2\n");
+    base = store.create_experiment("t", true, kBase, "p1", "baseline", std::nullopt);
+    store.set_proposal(base, "baseline");
+    store.set_commit(base, kBase, "");
+    store.set_metrics(base, {1.0, 2048.0, 30.0, R"({"val_bpb": 1.0})"});
+    store.finish(base, status::kKept, "", "");
+    hostile = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+    store.set_proposal(hostile, "<img src=x onerror=alert(1)>");
+    store.set_commit(hostile, kTwo, "-a\n+b\n");
+    store.add_attempt(hostile, 1, {"the prompt", "the answer", ""});
+    store.set_metrics(hostile, {1.25, 1024.0, 30.0, "not json"});
+    store.finish(hostile, status::kDiscarded, "no improvement", "tail\n");
+    on_gpu = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+    store.set_proposal(on_gpu, "deeper");
+    store.set_stage(on_gpu, "running", "train", 1000.0, 1720.0, 1400.0);
+    unplaced = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+    other_tag = store.create_experiment("u", false, kBase, "p1", "llm", std::nullopt);
+
+    store.set_gpu(on_gpu, "1");
+    store.set_gpu(hostile, "0");
+    // Trials with chosen times (begin_trial stamps the clock).
+    Database db((dir.path() / "results.db").string());
+    db.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, ended_at, "
+            "training_seconds, val_bpb, status) VALUES(" + std::to_string(hostile) +
+            ", 't', '0', 'candidate', '" + kTwo + "', 900, 960, 30, 1.25, 'ok')");
+    db.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at) VALUES(" +
+            std::to_string(on_gpu) + ", 't', '1', 'candidate', '" + kTwo + "', 1000)");
+  }
+
+  testing::TempDir dir;
+  Store store{(dir.path() / "results.db").string()};
+  int64_t base = 0, hostile = 0, on_gpu = 0, unplaced = 0, other_tag = 0;
+  DashboardView view{"t", std::nullopt, false};
+};
+
+TEST_F(DashboardApiTest, StatusHasBestFiguresAndOneLanePerGpu) {
+  view.daemon_pid = 4242;
+  json s = api_status(store, view, 1200.0);
+  EXPECT_EQ(s["tag"], "t");
+  EXPECT_EQ(s["daemon"]["running"], true);
+  EXPECT_EQ(s["daemon"]["pid"], 4242);
+  EXPECT_EQ(s["best"]["id"], base);
+  EXPECT_EQ(s["best"]["val_bpb"], 1.0);
+  EXPECT_EQ(s["latest_id"], unplaced);
+  EXPECT_EQ(s["figures"]["finished"], 2);
+  EXPECT_EQ(s["figures"]["gpus"], 2);
+  EXPECT_TRUE(s["sigma"].is_null());
+  EXPECT_EQ(s["llm"]["calls"], 0);
+
+  ASSERT_EQ(s["lanes"].size(), 2u);  // "-" (unplaced) and "1"; GPU 0's experiment is finished
+  EXPECT_EQ(s["lanes"][0]["gpu"], "-");
+  EXPECT_EQ(s["lanes"][0]["experiments"][0]["id"], unplaced);
+  EXPECT_TRUE(s["lanes"][0]["experiments"][0]["progress"].is_null());
+  const json& lane = s["lanes"][1];
+  EXPECT_EQ(lane["gpu"], "1");
+  ASSERT_EQ(lane["experiments"].size(), 1u);
+  EXPECT_EQ(lane["experiments"][0]["id"], on_gpu);
+  EXPECT_EQ(lane["experiments"][0]["stage"], "train");
+  EXPECT_DOUBLE_EQ(lane["experiments"][0]["progress"].get<double>(), 0.5);  // 200 of 400 expected seconds
+  EXPECT_EQ(lane["experiments"][0]["stage_deadline"], 1720.0);
+}
+
+TEST_F(DashboardApiTest, FiguresShareTheStatusArithmetic) {
+  auto rows = store.experiments("t");
+  StatusFigures f = status_figures(store, "t", rows, true, rows.front().started_at + 100);
+  EXPECT_EQ(f.finished, 2);
+  EXPECT_EQ(f.gpus, 2);
+  EXPECT_DOUBLE_EQ(f.wall_s, 100);
+  EXPECT_DOUBLE_EQ(f.training_share, 60.0 / 200.0);  // two experiments of 30 s over 2 GPUs × 100 s
+  ASSERT_TRUE(f.gpu_busy_share.has_value());
+  // The finished trial ran 60 s; the open one runs to now, which is far past
+  // its start here, so the share is dominated by it.
+  EXPECT_GT(*f.gpu_busy_share, 0.3);
+  view.daemon_pid = 1;  // the same figures as status_figures(..., daemon_running = true, ...)
+  json s = api_status(store, view, rows.front().started_at + 100);
+  EXPECT_DOUBLE_EQ(s["figures"]["training_share"].get<double>(), f.training_share);
+}
+
+TEST_F(DashboardApiTest, ExperimentsSinceAnIdAndOnlyTheTag) {
+  json all = api_experiments(store, view, 0);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0]["id"], base);
+  EXPECT_EQ(all[0]["baseline"], true);
+  EXPECT_EQ(all[1]["description"], "<img src=x onerror=alert(1)>");  // data, escaped only by JSON
+  EXPECT_EQ(all[1]["gpu"], "0");
+  EXPECT_EQ(all[1]["final"], true);
+  EXPECT_EQ(all[1]["val_bpb"], 1.25);
+  EXPECT_FALSE(all[1].contains("diff"));  // the list stays small
+  EXPECT_TRUE(all[3]["gpu"].is_null());
+  EXPECT_TRUE(all[3]["commit"].is_null());
+  EXPECT_EQ(all[3]["final"], false);
+  json since = api_experiments(store, view, hostile);
+  ASSERT_EQ(since.size(), 2u);
+  EXPECT_EQ(since[0]["id"], on_gpu);
+  EXPECT_TRUE(api_experiments(store, view, unplaced).empty());
+}
+
+TEST_F(DashboardApiTest, OneExperimentInFull) {
+  auto doc = api_experiment(store, hostile);
+  ASSERT_TRUE(doc.has_value());
+  EXPECT_EQ((*doc)["diff"], "-a\n+b\n");
+  EXPECT_EQ((*doc)["log_tail"], "tail\n");
+  EXPECT_EQ((*doc)["summary"], "not json");  // kept as text when it does not parse
+  ASSERT_EQ((*doc)["attempts"].size(), 1u);
+  EXPECT_EQ((*doc)["attempts"][0]["prompt"], "the prompt");
+  EXPECT_TRUE((*doc)["attempts"][0]["error"].is_null());
+  ASSERT_EQ((*doc)["trials"].size(), 1u);
+  EXPECT_EQ((*doc)["trials"][0]["gpu"], "0");
+  EXPECT_EQ((*doc)["trials"][0]["training_seconds"], 30.0);
+  EXPECT_EQ((*api_experiment(store, base))["summary"]["val_bpb"], 1.0);
+  EXPECT_FALSE(api_experiment(store, 999).has_value());
+}
+
+TEST_F(DashboardApiTest, ProgramsWithTheExperimentsThatUsedThem) {
+  json p = api_programs(store, view);
+  ASSERT_EQ(p.size(), 2u);
+  std::map<std::string, json> by_hash;
+  for (const auto& v : p) by_hash[v["hash"]] = v;
+  EXPECT_EQ(by_hash["p1"]["content"], "# program v1\n");
+  EXPECT_EQ(by_hash["p1"]["experiments"], json::array({base}));  // tag u's experiment is not shown
+  EXPECT_EQ(by_hash["p2"]["experiments"], json::array({hostile, on_gpu, unplaced}));
+}
+
+TEST_F(DashboardApiTest, ReadOnlyStoreReadsAndNeverWrites) {
+  auto ro = Store::open_read_only((dir.path() / "results.db").string());
+  EXPECT_EQ(api_experiments(*ro, view, 0).size(), 4u);
+  EXPECT_THROW(ro->put_program("p3", "x"), SqliteError);
+  EXPECT_THROW(Store::open_read_only((dir.path() / "missing.db").string()), SqliteError);
+  Database((dir.path() / "newer.db").string()).exec("PRAGMA user_version=99");
+  try {
+    Store::open_read_only((dir.path() / "newer.db").string());
+    FAIL() << "a newer schema was accepted";
+  } catch (const SqliteError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("has schema version 99"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "missing.db"));
+}
+
+}  // namespace
+}  // namespace ard
