@@ -89,7 +89,9 @@ TEST_F(DashboardApiTest, FiguresShareTheStatusArithmetic) {
   EXPECT_EQ(f.finished, 2);
   EXPECT_EQ(f.gpus, 2);
   EXPECT_DOUBLE_EQ(f.wall_s, 100);
-  EXPECT_DOUBLE_EQ(f.training_share, 60.0 / 200.0);  // two experiments of 30 s over 2 GPUs × 100 s
+  // Training counts the trials (every execution on a GPU): one finished trial
+  // of 30 s over 2 GPUs × 100 s.
+  EXPECT_DOUBLE_EQ(f.training_share, 30.0 / 200.0);
   ASSERT_TRUE(f.gpu_busy_share.has_value());
   // The finished trial ran 60 s; the open one runs to now, which is far past
   // its start here, so the share is dominated by it.
