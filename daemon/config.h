@@ -35,6 +35,20 @@ struct DataConfig {
   double timeout_s = 7200;
 };
 
+/// `[noise]`: the noise floor (noise.h) and the keep margin.
+struct NoiseConfig {
+  int every = 20;            ///< a noise round after this many experiments
+  double max_age_s = 21600;  ///< or once the estimate is this old; 0: no age limit
+  double z = 2;              ///< keep margin in σΔ (keep_rule.h)
+  double prior_sigma = 0;    ///< σ used until one is measured; 0: none (confirm instead)
+};
+
+/// `[keep]`: the keep rule's choices (keep_rule.h).
+struct KeepConfig {
+  bool equal_but_simpler = true;  ///< |Δ| ≤ σ and fewer lines: kept
+  int confirmations = 1;          ///< runs of an undecided candidate after its first
+};
+
 struct Config {
   std::filesystem::path repo;  ///< absolute research repo root
   std::string tag = "main";
@@ -67,6 +81,8 @@ struct Config {
                                            "num_steps",      "num_params_M",     "depth"};
 
   DataConfig data;
+  NoiseConfig noise;
+  KeepConfig keep;
 
   std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",
                                        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH"};
