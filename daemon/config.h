@@ -37,7 +37,7 @@ struct DataConfig {
 
 /// `[noise]`: the noise floor (noise.h) and the keep margin.
 struct NoiseConfig {
-  int every = 20;            ///< a noise round after this many experiments
+  int every = 25;            ///< a noise round after this many experiments per GPU
   double max_age_s = 21600;  ///< or once the estimate is this old; 0: no age limit
   double z = 2;              ///< keep margin in σΔ (keep_rule.h)
   double prior_sigma = 0;    ///< σ used until one is measured; 0: none (confirm instead)
@@ -46,7 +46,7 @@ struct NoiseConfig {
 /// `[keep]`: the keep rule's choices (keep_rule.h).
 struct KeepConfig {
   bool equal_but_simpler = true;  ///< |Δ| ≤ σ and fewer lines: kept
-  int confirmations = 1;          ///< runs of an undecided candidate after its first
+  int confirmations = 2;          ///< runs of an undecided candidate after its first
 };
 
 struct Config {

@@ -131,23 +131,23 @@ TEST(Config, ErrorsNameTheKey) {
 
 TEST(Config, NoiseAndKeepTables) {
   Config d = parse_config("", "/r");
-  EXPECT_EQ(d.noise.every, 20);
+  EXPECT_EQ(d.noise.every, 25);
   EXPECT_DOUBLE_EQ(d.noise.max_age_s, 21600);
   EXPECT_DOUBLE_EQ(d.noise.z, 2);
   EXPECT_DOUBLE_EQ(d.noise.prior_sigma, 0);
   EXPECT_TRUE(d.keep.equal_but_simpler);
-  EXPECT_EQ(d.keep.confirmations, 1);
+  EXPECT_EQ(d.keep.confirmations, 2);
 
   Config c = parse_config(
       "[noise]\nevery = 5\nmax_age_s = 0\nz = 2.5\nprior_sigma = 0.0015\n"
-      "[keep]\nequal_but_simpler = false\nconfirmations = 2\n",
+      "[keep]\nequal_but_simpler = false\nconfirmations = 3\n",
       "/r");
   EXPECT_EQ(c.noise.every, 5);
   EXPECT_DOUBLE_EQ(c.noise.max_age_s, 0);
   EXPECT_DOUBLE_EQ(c.noise.z, 2.5);
   EXPECT_DOUBLE_EQ(c.noise.prior_sigma, 0.0015);
   EXPECT_FALSE(c.keep.equal_but_simpler);
-  EXPECT_EQ(c.keep.confirmations, 2);
+  EXPECT_EQ(c.keep.confirmations, 3);
 
   EXPECT_THAT(error_of("[noise]\nevery = 0\n"), HasSubstr("noise.every: out of range: 0"));
   EXPECT_THAT(error_of("[noise]\nevery = 2.5\n"), HasSubstr("noise.every: expected an integer"));

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numbers>
 
 #include "daemon/config.h"
 
@@ -43,36 +42,7 @@ std::string sigma_delta_text(const NoiseEstimate& noise, const Runs& c, const Ru
   return format("σΔ = %.6f·√(1/%d+1/%d) = %.6f (%s)", noise.sigma, i.n, c.n, sigma_delta, source.c_str());
 }
 
-double normal_upper_tail(double z) { return 0.5 * std::erfc(z / std::numbers::sqrt2); }
-
 }  // namespace
-
-double normal_quantile_upper(double tail) {
-  // Bisection on the monotone upper tail: 60 halvings of [0, 40] leave an error below 1e-16.
-  double lo = 0, hi = 40;
-  for (int i = 0; i < 60; ++i) {
-    const double mid = (lo + hi) / 2;
-    (normal_upper_tail(mid) > tail ? lo : hi) = mid;
-  }
-  return (lo + hi) / 2;
-}
-
-double keep_multiplier(double z, int df, int looks) {
-  const double tail = normal_upper_tail(z) / std::max(looks, 1);
-  const double zl = looks > 1 ? normal_quantile_upper(tail) : z;
-  if (df <= 0) return zl;
-  const double p = 1 - tail;  // the t quantile wanted: P(T <= t) = p
-  if (df == 1) return std::tan(std::numbers::pi * (p - 0.5));
-  if (df == 2) return (2 * p - 1) / std::sqrt(2 * p * (1 - p));
-  // Cornish-Fisher expansion of t in terms of the normal quantile
-  // (Abramowitz & Stegun 26.7.5); within 0.5 % of the exact t for df >= 3, z <= 3.
-  const double v = df, z1 = zl, z2 = z1 * z1, z3 = z2 * z1, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
-  const double g1 = (z3 + z1) / 4;
-  const double g2 = (5 * z5 + 16 * z3 + 3 * z1) / 96;
-  const double g3 = (3 * z7 + 19 * z5 + 17 * z3 - 15 * z1) / 384;
-  const double g4 = (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z1) / 92160;
-  return z1 + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v);
-}
 
 const char* to_string(Verdict verdict) {
   switch (verdict) {
@@ -82,6 +52,8 @@ const char* to_string(Verdict verdict) {
   }
   return "?";
 }
+
+int incumbent_reruns_wanted(int incumbent_runs) { return std::max(0, kMinIncumbentRuns - incumbent_runs); }
 
 std::string confirmation_gpu(const std::vector<std::string>& gpus, const std::vector<std::string>& candidate_gpus) {
   std::string best;
@@ -123,7 +95,7 @@ KeepDecision decide_keep(const KeepInput& input, const KeepSettings& settings) {
 
   const NoiseEstimate& noise = *input.noise;
   const double sigma_delta = noise.sigma * std::sqrt(1.0 / inc.n + 1.0 / cand.n);
-  const double k = keep_multiplier(settings.z, noise.df, settings.max_confirmations + 1);
+  const double k = settings.z;
   const double keep_margin = k * sigma_delta;
   const double discard_margin = settings.discard_below * sigma_delta;
   const std::string cmp = comparison(cand, inc, delta);

@@ -1,6 +1,7 @@
 // See noise.h.
 #include "daemon/noise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -31,10 +32,10 @@ std::optional<NoiseEstimate> noise_for_decisions(const std::optional<NoiseEstima
   return std::nullopt;
 }
 
-NoiseDue noise_round_due(bool measured_before, int experiments_since_round, double round_age_s, int every,
+NoiseDue noise_round_due(bool measured_before, int experiments_since_round, double round_age_s, int every, int gpus,
                          double max_age_s) {
   if (!measured_before) return NoiseDue::never_measured;
-  if (every > 0 && experiments_since_round >= every) return NoiseDue::every_experiments;
+  if (every > 0 && experiments_since_round >= every * std::max(gpus, 1)) return NoiseDue::every_experiments;
   if (max_age_s > 0 && round_age_s >= max_age_s) return NoiseDue::too_old;
   return NoiseDue::not_due;
 }

@@ -39,10 +39,11 @@ std::optional<NoiseEstimate> noise_for_decisions(const std::optional<NoiseEstima
 /// several) is due now, or `not_due`.
 enum class NoiseDue { not_due, never_measured, every_experiments, too_old };
 
-/// never_measured when there was no round yet; every_experiments once `every`
-/// experiments ended since the last round; too_old once it is max_age_s old
-/// (max_age_s <= 0: no age limit).
-NoiseDue noise_round_due(bool measured_before, int experiments_since_round, double round_age_s, int every,
+/// never_measured when there was no round yet; every_experiments once
+/// every × gpus experiments ended since the last round (a round costs one run
+/// per GPU, so its share of GPU time does not grow with the GPUs); too_old once
+/// it is max_age_s old (max_age_s <= 0: no age limit).
+NoiseDue noise_round_due(bool measured_before, int experiments_since_round, double round_age_s, int every, int gpus,
                          double max_age_s);
 
 /// "never measured", "20 experiments since the last round", "the estimate is 7.0 h old", "".

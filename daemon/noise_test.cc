@@ -62,11 +62,14 @@ TEST(Noise, DecisionsUseTheMeasuredSigmaOnceItHasEnoughDf) {
 }
 
 TEST(Noise, RoundDue) {
-  EXPECT_EQ(noise_round_due(false, 0, 0, 20, 3600), NoiseDue::never_measured);
-  EXPECT_EQ(noise_round_due(true, 19, 100, 20, 3600), NoiseDue::not_due);
-  EXPECT_EQ(noise_round_due(true, 20, 100, 20, 3600), NoiseDue::every_experiments);
-  EXPECT_EQ(noise_round_due(true, 3, 3600, 20, 3600), NoiseDue::too_old);
-  EXPECT_EQ(noise_round_due(true, 3, 1e9, 20, 0), NoiseDue::not_due);  // no age limit
+  EXPECT_EQ(noise_round_due(false, 0, 0, 20, 1, 3600), NoiseDue::never_measured);
+  EXPECT_EQ(noise_round_due(true, 19, 100, 20, 1, 3600), NoiseDue::not_due);
+  EXPECT_EQ(noise_round_due(true, 20, 100, 20, 1, 3600), NoiseDue::every_experiments);
+  EXPECT_EQ(noise_round_due(true, 79, 100, 20, 4, 3600), NoiseDue::not_due);  // every 20 per GPU
+  EXPECT_EQ(noise_round_due(true, 80, 100, 20, 4, 3600), NoiseDue::every_experiments);
+  EXPECT_EQ(noise_round_due(true, 20, 100, 20, 0, 3600), NoiseDue::every_experiments);  // no GPU count: 1
+  EXPECT_EQ(noise_round_due(true, 3, 3600, 20, 1, 3600), NoiseDue::too_old);
+  EXPECT_EQ(noise_round_due(true, 3, 1e9, 20, 1, 0), NoiseDue::not_due);  // no age limit
   EXPECT_EQ(describe(NoiseDue::every_experiments, 20, 0), "20 experiments since the last round");
   EXPECT_EQ(describe(NoiseDue::too_old, 3, 25200), "the estimate is 7.0 h old");
   EXPECT_EQ(describe(NoiseDue::never_measured, 0, 0), "never measured");
