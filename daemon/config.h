@@ -37,7 +37,7 @@ struct DataConfig {
 
 /// `[noise]`: the noise floor (noise.h) and the keep margin.
 struct NoiseConfig {
-  int every = 25;            ///< a noise round after this many experiments per GPU
+  int every = 30;            ///< a noise round after this many experiments per GPU
   double max_age_s = 21600;  ///< or once the estimate is this old; 0: no age limit
   double z = 2;              ///< keep margin in σΔ (keep_rule.h)
   double prior_sigma = 0;    ///< σ used until one is measured; 0: none (confirm instead)

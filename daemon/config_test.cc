@@ -131,7 +131,7 @@ TEST(Config, ErrorsNameTheKey) {
 
 TEST(Config, NoiseAndKeepTables) {
   Config d = parse_config("", "/r");
-  EXPECT_EQ(d.noise.every, 25);
+  EXPECT_EQ(d.noise.every, 30);
   EXPECT_DOUBLE_EQ(d.noise.max_age_s, 21600);
   EXPECT_DOUBLE_EQ(d.noise.z, 2);
   EXPECT_DOUBLE_EQ(d.noise.prior_sigma, 0);
