@@ -240,6 +240,7 @@ int main(int argc, char** argv) {
         f.check = true;
         continue;
       }
+      if (flag == "--data" && i + 1 >= argc) continue;  // `--data {data_dir}` with the data step off
       if (i + 1 >= argc) usage_error(flag + ": missing value");
       const std::string value = argv[++i];
       char* end = nullptr;
