@@ -262,6 +262,29 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.reject_unknown();
   }
 
+  if (const toml::table* t = top.table("noise")) {
+    KeyReader r(*t, "noise");
+    r.integer("every", c.noise.every, 1);
+    r.number("max_age_s", c.noise.max_age_s, 0, true);
+    r.number("z", c.noise.z, 0, false);
+    r.number("prior_sigma", c.noise.prior_sigma, 0, true);
+    r.reject_unknown();
+    if (c.noise.z > 6) {
+      std::ostringstream os;
+      os << "noise.z: must be <= 6 (a margin of more than 6 sigma keeps nothing), got " << c.noise.z;
+      throw ConfigError(os.str());
+    }
+  }
+
+  if (const toml::table* t = top.table("keep")) {
+    KeyReader r(*t, "keep");
+    r.boolean("equal_but_simpler", c.keep.equal_but_simpler);
+    r.integer("confirmations", c.keep.confirmations, 0);
+    r.reject_unknown();
+    if (c.keep.confirmations > 5)
+      throw ConfigError("keep.confirmations: must be <= 5, got " + std::to_string(c.keep.confirmations));
+  }
+
   if (const toml::table* t = top.table("env")) {
     KeyReader r(*t, "env");
     r.strings("pass", c.env_pass, true);

@@ -44,6 +44,20 @@ struct ServeConfig {
   bool allow_actions = false;  ///< offer stop and program.md edits (with the token)
 };
 
+/// `[noise]`: the noise floor (noise.h) and the keep margin.
+struct NoiseConfig {
+  int every = 30;            ///< a noise round after this many experiments per GPU
+  double max_age_s = 21600;  ///< or once the estimate is this old; 0: no age limit
+  double z = 2;              ///< keep margin in σΔ (keep_rule.h)
+  double prior_sigma = 0;    ///< σ used until one is measured; 0: none (confirm instead)
+};
+
+/// `[keep]`: the keep rule's choices (keep_rule.h).
+struct KeepConfig {
+  bool equal_but_simpler = true;  ///< |Δ| ≤ σ and fewer lines: kept
+  int confirmations = 2;          ///< runs of an undecided candidate after its first
+};
+
 struct Config {
   std::filesystem::path repo;  ///< absolute research repo root
   std::string tag = "main";
@@ -77,6 +91,8 @@ struct Config {
 
   DataConfig data;
   ServeConfig serve;
+  NoiseConfig noise;
+  KeepConfig keep;
 
   std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",
                                        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH"};

@@ -129,6 +129,39 @@ TEST(Config, ErrorsNameTheKey) {
   EXPECT_THAT(error_of("x = = 1"), HasSubstr("autoresearch.toml:1:"));
 }
 
+TEST(Config, NoiseAndKeepTables) {
+  Config d = parse_config("", "/r");
+  EXPECT_EQ(d.noise.every, 30);
+  EXPECT_DOUBLE_EQ(d.noise.max_age_s, 21600);
+  EXPECT_DOUBLE_EQ(d.noise.z, 2);
+  EXPECT_DOUBLE_EQ(d.noise.prior_sigma, 0);
+  EXPECT_TRUE(d.keep.equal_but_simpler);
+  EXPECT_EQ(d.keep.confirmations, 2);
+
+  Config c = parse_config(
+      "[noise]\nevery = 5\nmax_age_s = 0\nz = 2.5\nprior_sigma = 0.0015\n"
+      "[keep]\nequal_but_simpler = false\nconfirmations = 3\n",
+      "/r");
+  EXPECT_EQ(c.noise.every, 5);
+  EXPECT_DOUBLE_EQ(c.noise.max_age_s, 0);
+  EXPECT_DOUBLE_EQ(c.noise.z, 2.5);
+  EXPECT_DOUBLE_EQ(c.noise.prior_sigma, 0.0015);
+  EXPECT_FALSE(c.keep.equal_but_simpler);
+  EXPECT_EQ(c.keep.confirmations, 3);
+
+  EXPECT_THAT(error_of("[noise]\nevery = 0\n"), HasSubstr("noise.every: out of range: 0"));
+  EXPECT_THAT(error_of("[noise]\nevery = 2.5\n"), HasSubstr("noise.every: expected an integer"));
+  EXPECT_THAT(error_of("[noise]\nz = 0\n"), HasSubstr("noise.z: must be > 0"));
+  EXPECT_THAT(error_of("[noise]\nz = 7\n"), HasSubstr("noise.z: must be <= 6"));
+  EXPECT_THAT(error_of("[noise]\nprior_sigma = -0.001\n"), HasSubstr("noise.prior_sigma: must be >= 0"));
+  EXPECT_THAT(error_of("[noise]\nmax_age_s = -1\n"), HasSubstr("noise.max_age_s: must be >= 0"));
+  EXPECT_THAT(error_of("[noise]\nsigma = 1\n"), HasSubstr("noise.sigma: unknown key"));
+  EXPECT_THAT(error_of("[keep]\nequal_but_simpler = 1\n"), HasSubstr("keep.equal_but_simpler: expected true or false"));
+  EXPECT_THAT(error_of("[keep]\nconfirmations = -1\n"), HasSubstr("keep.confirmations: out of range: -1"));
+  EXPECT_THAT(error_of("[keep]\nconfirmations = 6\n"), HasSubstr("keep.confirmations: must be <= 5"));
+  EXPECT_THAT(error_of("keep = 1\n"), HasSubstr("keep: expected a table"));
+}
+
 TEST(Config, ShippedConfigParses) {
   std::string text = testing::read_file(std::filesystem::path(ARD_SOURCE_DIR) / "autoresearch.toml");
   ASSERT_FALSE(text.empty());
@@ -142,6 +175,12 @@ TEST(Config, ShippedConfigParses) {
     EXPECT_DOUBLE_EQ(c.stages[i].timeout_s, d.stages[i].timeout_s);
   }
   EXPECT_EQ(c.data.train, d.data.train);
+  EXPECT_EQ(c.noise.every, d.noise.every);
+  EXPECT_DOUBLE_EQ(c.noise.max_age_s, d.noise.max_age_s);
+  EXPECT_DOUBLE_EQ(c.noise.z, d.noise.z);
+  EXPECT_DOUBLE_EQ(c.noise.prior_sigma, d.noise.prior_sigma);
+  EXPECT_EQ(c.keep.equal_but_simpler, d.keep.equal_but_simpler);
+  EXPECT_EQ(c.keep.confirmations, d.keep.confirmations);
 }
 
 TEST(Config, ServeDefaultsToReadOnlyLoopback) {

@@ -575,6 +575,7 @@ int train(const harness::RunOptions& opt) {
   s.num_params_m = model.p.n_params / 1e6;
   s.depth = cfg.depth;
   s.time_budget = opt.time_budget;
+  s.budget_scale = opt.budget_scale;
   s.fixed_steps = opt.steps;
   s.eval_tokens = opt.eval_tokens;
   harness::print_summary(s);

@@ -14,8 +14,19 @@
 //   BUILD_ERROR msg   `build` fails with a compiler-style error at that line
 //   TAMPER            `build` modifies trainer/harness/eval.h (a fixed file)
 //
+//
+// Simulation mode (the decision benchmark), when the file has a line
+//   effect 0.0045     the candidate's true improvement of val_bpb (> 0: better)
+// with optional lines bpb_a, bpb_b, noise_sigma, step_cost (fake_board.h's
+// World and its defaults). The run's board speed is FAKE_GPU_SPEED, or entry
+// k of the comma list FAKE_GPU_SPEEDS where k = CUDA_VISIBLE_DEVICES (default
+// 1); steps = floor(budget × scale × speed / step_cost), val_bpb = a + b·steps
+// − effect + N(0, noise_sigma) seeded by the file's content and --nonce (a
+// run without --nonce takes the clock's nanoseconds: a fresh draw).
+//
 //   fake_trainer build FILE
-//   fake_trainer run FILE [--check] [--data DIR]    (--data: the dir must exist)
+//   fake_trainer run FILE [--check] [--data DIR] [--budget S] [--budget-scale F] [--nonce N]
+//       (--data: the dir must exist)
 //   fake_trainer prepare --train F --val F [--field X] [--cache DIR]
 //       speaks prepare's protocol: checks its inputs exist, makes DIR/dataset
 //       and prints `data_dir: DIR/dataset` last, or a one-line error and exit 1
@@ -26,10 +37,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/daemon/fake_board.h"
 
 namespace {
 
@@ -111,7 +125,73 @@ int prepare(int argc, char** argv) {
   return 0;
 }
 
-int run(const char* path, bool check, const std::string& data) {
+struct RunFlags {
+  bool check = false;
+  std::string data;
+  double budget_s = 300;
+  double budget_scale = 1;
+  std::optional<uint64_t> nonce;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "fake_trainer: %s\n", message.c_str());
+  std::exit(2);
+}
+
+double board_speed() {
+  if (const char* one = std::getenv("FAKE_GPU_SPEED")) return std::atof(one);
+  const char* table = std::getenv("FAKE_GPU_SPEEDS");
+  if (!table) return 1;
+  const char* device = std::getenv("CUDA_VISIBLE_DEVICES");
+  const int index = device ? std::atoi(device) : 0;
+  std::stringstream ss(table);
+  std::string item;
+  for (int i = 0; std::getline(ss, item, ','); ++i)
+    if (i == index) return std::atof(item.c_str());
+  usage_error("FAKE_GPU_SPEEDS has no entry for CUDA_VISIBLE_DEVICES=" + std::to_string(index));
+}
+
+std::string read_all(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int simulate(const char* path, const std::vector<std::string>& lines, const RunFlags& f) {
+  fake_board::World w;
+  w.a = number(lines, "bpb_a", w.a);
+  w.b = number(lines, "bpb_b", w.b);
+  w.sigma = number(lines, "noise_sigma", w.sigma);
+  w.step_cost = number(lines, "step_cost", w.step_cost);
+  const double speed = board_speed();
+  if (!(speed > 0) || !(w.step_cost > 0)) usage_error("board speed and step_cost must be positive");
+  const uint64_t nonce =
+      f.nonce ? *f.nonce
+              : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  const long steps = fake_board::steps(f.budget_s, f.budget_scale, speed, w.step_cost);
+  const double v = fake_board::val_bpb(w, steps, number(lines, "effect", 0), fake_board::run_seed(read_all(path), nonce));
+  const double seconds = number(lines, "seconds", 0.05);
+  std::printf("step 0 | loss 9.01\n");
+  std::fflush(stdout);
+  sleep_s(seconds);
+  std::printf("---\n");
+  std::printf("val_bpb:          %.6f\n", v);
+  std::printf("training_seconds: %.1f\n", f.budget_s * f.budget_scale);
+  std::printf("total_seconds:    %.1f\n", f.budget_s * f.budget_scale + 10);
+  std::printf("peak_vram_mb:     %.1f\n", number(lines, "vram", 1024));
+  std::printf("mfu_percent:      39.80\n");
+  std::printf("total_tokens_M:   %.1f\n", steps * 0.524288);
+  std::printf("num_steps:        %ld\n", steps);
+  std::printf("num_params_M:     0.1\n");
+  std::printf("depth:            2\n");
+  std::printf("budget_scale:     %.4f\n", f.budget_scale);
+  return 0;
+}
+
+int run(const char* path, const RunFlags& flags) {
+  const bool check = flags.check;
+  const std::string& data = flags.data;
   auto lines = read_lines(path);
   if (!data.empty()) {
     if (!std::ifstream(data + "/.")) {
@@ -125,6 +205,7 @@ int run(const char* path, bool check, const std::string& data) {
     return 0;
   }
   if (has(lines, "SILENT")) return 0;
+  if (has(lines, "effect ")) return simulate(path, lines, flags);
   double seconds = number(lines, "seconds", 0.05);
   std::printf("step 0 | loss 9.01\n");
   std::fflush(stdout);
@@ -161,13 +242,25 @@ int run(const char* path, bool check, const std::string& data) {
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "build") return build(argv[2]);
   if (argc >= 3 && std::string(argv[1]) == "run") {
-    bool check = false;
-    std::string data;
+    RunFlags f;
     for (int i = 3; i < argc; ++i) {
-      if (std::string(argv[i]) == "--check") check = true;
-      if (std::string(argv[i]) == "--data" && i + 1 < argc) data = argv[++i];
+      const std::string flag = argv[i];
+      if (flag == "--check") {
+        f.check = true;
+        continue;
+      }
+      if (flag == "--data" && i + 1 >= argc) continue;  // `--data {data_dir}` with the data step off
+      if (i + 1 >= argc) usage_error(flag + ": missing value");
+      const std::string value = argv[++i];
+      char* end = nullptr;
+      if (flag == "--data") f.data = value;
+      else if (flag == "--budget") f.budget_s = std::strtod(value.c_str(), &end);
+      else if (flag == "--budget-scale") f.budget_scale = std::strtod(value.c_str(), &end);
+      else if (flag == "--nonce") f.nonce = std::strtoull(value.c_str(), &end, 10);
+      else usage_error(flag + ": unknown flag");
+      if (end && (*end != '\0' || value.empty())) usage_error(flag + ": not a number: '" + value + "'");
     }
-    return run(argv[2], check, data);
+    return run(argv[2], f);
   }
   if (argc >= 2 && std::string(argv[1]) == "prepare") return prepare(argc, argv);
   std::fprintf(stderr, "usage: fake_trainer build FILE | run FILE [--check] [--data DIR] | prepare ...\n");

@@ -16,10 +16,11 @@ namespace harness {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: train --data DIR [--time-budget S] [--steps N] [--eval-tokens N] [--seed N]\n"
-    "             [--check] [--dump-init DIR]\n"
+    "usage: train --data DIR [--time-budget S] [--budget-scale F] [--steps N] [--eval-tokens N]\n"
+    "             [--seed N] [--check] [--dump-init DIR]\n"
     "  --data DIR        prepared dataset directory (the last line of prepare's output)\n"
     "  --time-budget S   seconds of counted training (default 300)\n"
+    "  --budget-scale F  the board's calibration: train budget × F seconds (default 1, 0.5 to 2)\n"
     "  --steps N         run exactly N steps instead of the time budget\n"
     "  --eval-tokens N   validation target tokens for val_bpb (default 2097152)\n"
     "  --seed N          random seed (default 42)\n"
@@ -88,6 +89,11 @@ RunOptions parse_run_options(int argc, char** argv) {
       if (o.data_dir.empty()) bad(arg, "empty path");
     } else if (arg == "--time-budget") {
       o.time_budget = parse_positive_double(arg, take_value());
+    } else if (arg == "--budget-scale") {
+      const std::string text = take_value();
+      o.budget_scale = parse_positive_double(arg, text);
+      if (o.budget_scale < kMinBudgetScale || o.budget_scale > kMaxBudgetScale)
+        bad(arg, "must be in [0.5, 2], got " + text);
     } else if (arg == "--steps") {
       o.steps = parse_positive_long(arg, take_value());
     } else if (arg == "--eval-tokens") {
@@ -118,18 +124,18 @@ void TrainingClock::step_done(long step, double step_seconds) {
 
 double TrainingClock::progress(long steps_done) const {
   double p = options_.steps > 0 ? static_cast<double>(steps_done) / static_cast<double>(options_.steps)
-                                : counted_ / options_.time_budget;
+                                : counted_ / budget_seconds();
   return p < 0 ? 0 : (p > 1 ? 1 : p);
 }
 
 bool TrainingClock::done(long steps_done) const {
   if (options_.steps > 0) return steps_done >= options_.steps;
-  return counted_ >= options_.time_budget;
+  return counted_ >= budget_seconds();
 }
 
 double TrainingClock::remaining_seconds() const {
   if (options_.steps > 0) return std::numeric_limits<double>::infinity();
-  double left = options_.time_budget - counted_;
+  double left = budget_seconds() - counted_;
   return left > 0 ? left : 0;
 }
 
@@ -155,6 +161,7 @@ std::string format_summary(const Summary& s) {
   add("num_steps", "%ld", s.num_steps);
   add("num_params_M", "%.1f", s.num_params_m);
   add("depth", "%d", s.depth);
+  add("budget_scale", "%.4f", s.budget_scale);
   if (s.fixed_steps > 0) add("fixed_steps", "%ld", s.fixed_steps);
   else if (s.time_budget != TIME_BUDGET) add("time_budget", "%.1f", s.time_budget);
   if (s.eval_tokens != EVAL_TOKENS) add("eval_tokens", "%ld", s.eval_tokens);

@@ -1,12 +1,15 @@
 // The trainer's command line as far as the harness owns it, the counted
 // training clock, and the summary block the daemon parses.
 //
-//   train --data DIR [--time-budget S] [--steps N] [--eval-tokens N] [--seed N]
-//         [--check] [--dump-init DIR]
+//   train --data DIR [--time-budget S] [--budget-scale F] [--steps N]
+//         [--eval-tokens N] [--seed N] [--check] [--dump-init DIR]
 //
 // --steps N replaces the time budget by a fixed step count (progress = step/N);
-// otherwise progress = counted training seconds / time budget. Steps 0..10 are
-// not counted against the budget (start-up and autotuning).
+// otherwise progress = counted training seconds / (time budget × budget
+// scale). Steps 0..10 are not counted against the budget (start-up and
+// autotuning). The budget scale is the daemon's board calibration
+// (daemon/calibration.h): only the clock applies it, so the editable trainer,
+// which reads progress and done() from the clock, cannot change it.
 #pragma once
 
 #include <chrono>
@@ -14,9 +17,13 @@
 
 namespace harness {
 
+inline constexpr double kMinBudgetScale = 0.5;  // boards of one kind differ by a few per cent
+inline constexpr double kMaxBudgetScale = 2.0;
+
 struct RunOptions {
   std::string data_dir;          // prepared dataset (dataset.h); required unless --check
   double time_budget = 0;        // seconds; TIME_BUDGET unless overridden
+  double budget_scale = 1;       // in [kMinBudgetScale, kMaxBudgetScale]; applied by TrainingClock only
   long steps = 0;                // > 0: fixed step count instead of the budget
   long eval_tokens = 0;          // EVAL_TOKENS unless overridden
   unsigned long seed = 42;
@@ -40,6 +47,8 @@ class TrainingClock {
   /// True once the budget (or the step count) is used up.
   bool done(long steps_done) const;
   double remaining_seconds() const;
+  /// The counted seconds this run trains: time budget × budget scale.
+  double budget_seconds() const { return options_.time_budget * options_.budget_scale; }
   double total_seconds() const;  // since construction (process start proxy)
 
  private:
@@ -61,13 +70,15 @@ struct Summary {
   int depth = 0;
   // the values used, so overridden runs say so
   double time_budget = 0;
+  double budget_scale = 1;
   long fixed_steps = 0;
   long eval_tokens = 0;
 };
 
 /// The block the daemon parses, starting with a line "---", one "key: value"
-/// line each; time_budget, fixed_steps and eval_tokens appear only when they
-/// differ from the constants (an overridden run says so).
+/// line each; budget_scale always (the board calibration the run was given);
+/// time_budget, fixed_steps and eval_tokens only when they differ from the
+/// constants (an overridden run says so).
 std::string format_summary(const Summary& s);
 
 /// Prints format_summary(s) to stdout and flushes.

@@ -33,6 +33,7 @@ TEST(RunOptions, DefaultsAreTheConstants) {
   EXPECT_EQ(o.eval_tokens, EVAL_TOKENS);
   EXPECT_EQ(o.steps, 0);
   EXPECT_EQ(o.seed, 42u);
+  EXPECT_EQ(o.budget_scale, 1.0);
   EXPECT_FALSE(o.check);
   EXPECT_TRUE(o.dump_init_dir.empty());
 }
@@ -77,6 +78,45 @@ TEST(TrainingClock, FirstStepsAreNotCounted) {
   EXPECT_GE(clock.total_seconds(), 0.0);
 }
 
+TEST(RunOptions, BudgetScale) {
+  EXPECT_EQ(parse({"--data", "/d", "--budget-scale", "0.9524"}).budget_scale, 0.9524);
+  EXPECT_EQ(parse({"--data", "/d", "--budget-scale=0.5"}).budget_scale, 0.5);
+  EXPECT_EQ(parse({"--data", "/d", "--budget-scale", "2"}).budget_scale, 2.0);
+  EXPECT_EQ(error_of({"--data", "/d", "--budget-scale", "0.49"}), "--budget-scale: must be in [0.5, 2], got 0.49");
+  EXPECT_EQ(error_of({"--data", "/d", "--budget-scale", "2.5"}), "--budget-scale: must be in [0.5, 2], got 2.5");
+  EXPECT_EQ(error_of({"--data", "/d", "--budget-scale", "0"}), "--budget-scale: must be positive, got 0");
+  EXPECT_EQ(error_of({"--data", "/d", "--budget-scale", "fast"}), "--budget-scale: not a number: 'fast'");
+  EXPECT_EQ(error_of({"--data", "/d", "--budget-scale", "nan"}), "--budget-scale: must be positive, got nan");
+  EXPECT_EQ(error_of({"--data", "/d", "--budget-scale"}), "--budget-scale: missing value");
+}
+
+TEST(TrainingClock, BudgetScaleShortensOrLengthensTheCountedBudget) {
+  RunOptions o = parse({"--data", "/d", "--time-budget", "10", "--budget-scale", "0.8"});
+  TrainingClock clock(o, 0);
+  EXPECT_DOUBLE_EQ(clock.budget_seconds(), 8.0);
+  clock.step_done(0, 4.0);
+  EXPECT_DOUBLE_EQ(clock.progress(1), 0.5);
+  EXPECT_DOUBLE_EQ(clock.remaining_seconds(), 4.0);
+  EXPECT_FALSE(clock.done(1));
+  clock.step_done(1, 4.0);
+  EXPECT_TRUE(clock.done(2));  // 8 counted seconds: done, though the nominal budget is 10
+
+  RunOptions longer = parse({"--data", "/d", "--time-budget", "10", "--budget-scale", "1.5"});
+  TrainingClock slow(longer, 0);
+  slow.step_done(0, 12.0);
+  EXPECT_FALSE(slow.done(1));
+  EXPECT_DOUBLE_EQ(slow.progress(1), 0.8);
+  slow.step_done(1, 3.0);
+  EXPECT_TRUE(slow.done(2));
+
+  // A fixed step count ignores the scale.
+  RunOptions fixed = parse({"--data", "/d", "--steps", "4", "--budget-scale", "0.5"});
+  TrainingClock steps(fixed, 0);
+  steps.step_done(0, 1000.0);
+  EXPECT_DOUBLE_EQ(steps.progress(2), 0.5);
+  EXPECT_FALSE(steps.done(3));
+}
+
 TEST(TrainingClock, FixedStepsReplaceTheBudget) {
   RunOptions o = parse({"--data", "/d", "--steps", "4"});
   TrainingClock clock(o, 0);
@@ -110,7 +150,8 @@ TEST(Summary, FormatsTheBlockTheDaemonParses) {
             "total_tokens_M:   499.6\n"
             "num_steps:        953\n"
             "num_params_M:     50.3\n"
-            "depth:            8\n");
+            "depth:            8\n"
+            "budget_scale:     1.0000\n");
   s.time_budget = 60;
   s.eval_tokens = 4096;
   EXPECT_NE(format_summary(s).find("\ntime_budget:      60.0\neval_tokens:      4096\n"), std::string::npos);
@@ -118,6 +159,8 @@ TEST(Summary, FormatsTheBlockTheDaemonParses) {
   std::string fixed = format_summary(s);
   EXPECT_NE(fixed.find("\nfixed_steps:      874\n"), std::string::npos);
   EXPECT_EQ(fixed.find("time_budget"), std::string::npos);
+  s.budget_scale = 0.95238;
+  EXPECT_NE(format_summary(s).find("\nbudget_scale:     0.9524\n"), std::string::npos);
 }
 
 }  // namespace
