@@ -333,9 +333,16 @@ TEST_F(EngineE2E, SigkillWithFourInFlightThenRestartLeavesNoOrphan) {
   write_file(repo / "script.json", script.dump());
   write_config("[0, 1, 2, 3]", 1, scripted(), 60);
   pid_t first = spawn_daemon("first.out");
-  auto rows = wait_for([](const auto& r) {
+  // Four hangs training, each past its first output (a child that writes
+  // after the daemon died meets a closed pipe and ends by itself).
+  auto rows = wait_for([this](const auto& r) {
     int n = 0;
-    for (const auto& e : r) n += e.state == "running" && e.pgid ? 1 : 0;
+    for (const auto& e : r)
+      n += e.state == "running" && e.pgid &&
+                   read_file(repo / ".autoresearchd/logs" / (std::to_string(e.id) + "-train.log")).find("step 0") !=
+                       std::string::npos
+               ? 1
+               : 0;
     return n == 4;
   });
   std::vector<pid_t> groups;
