@@ -153,38 +153,6 @@ void GitRepo::exclude(const std::string& pattern) {
   if (!out) throw GitError("cannot write " + file.string());
 }
 
-std::unique_ptr<GitRepo> GitRepo::open_worktree(const std::string& name, const std::string& branch,
-                                                const std::filesystem::path& path) {
-  git_reference* ref_raw = nullptr;
-  int rc = git_branch_lookup(&ref_raw, repo_, branch.c_str(), GIT_BRANCH_LOCAL);
-  if (rc == GIT_ENOTFOUND) {
-    Commit head = lookup_commit(repo_, this->head());
-    check(git_branch_create(&ref_raw, repo_, branch.c_str(), head.get(), 0), "create branch " + branch);
-  } else {
-    check(rc, "branch " + branch);
-  }
-  Reference ref(ref_raw);
-
-  git_worktree* wt_raw = nullptr;
-  if (git_worktree_lookup(&wt_raw, repo_, name.c_str()) == 0) {
-    Worktree wt(wt_raw);
-    if (git_worktree_validate(wt.get()) == 0 && std::filesystem::exists(path / ".git"))
-      return std::make_unique<GitRepo>(path);
-    // Its directory is gone: forget it and add it again.
-    git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
-    popts.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED;
-    check(git_worktree_prune(wt.get(), &popts), "prune stale worktree " + name);
-  }
-  std::filesystem::create_directories(path.parent_path());
-  if (std::filesystem::exists(path)) std::filesystem::remove_all(path);
-  git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
-  opts.ref = ref.get();
-  check(git_worktree_add(&wt_raw, repo_, name.c_str(), path.c_str(), &opts),
-        "create worktree " + path.string() + " on " + branch);
-  git_worktree_free(wt_raw);
-  return std::make_unique<GitRepo>(path);
-}
-
 std::unique_ptr<GitRepo> GitRepo::open_detached_worktree(const std::string& name, const std::filesystem::path& path,
                                                         const std::string& commit) {
   git_worktree* wt_raw = nullptr;
@@ -378,41 +346,6 @@ std::vector<EditableFile> GitRepo::editable_files(const std::string& commit,
   if (!walk.error.empty()) throw GitError("cannot read " + walk.error + " in " + commit);
   check(rc, "walk tree of " + commit);
   return walk.files;
-}
-
-std::string GitRepo::commit_paths(const std::vector<std::string>& paths, const std::string& message) {
-  git_index* idx_raw = nullptr;
-  check(git_repository_index(&idx_raw, repo_), "index");
-  Index index(idx_raw);
-  for (const auto& p : paths) check(git_index_add_bypath(index.get(), p.c_str()), "stage " + p);
-  check(git_index_write(index.get()), "write index");
-  git_oid tree_id;
-  check(git_index_write_tree(&tree_id, index.get()), "write tree");
-
-  std::string parent_id = head();
-  Commit parent = lookup_commit(repo_, parent_id);
-  if (git_oid_equal(&tree_id, git_commit_tree_id(parent.get()))) return "";
-  git_tree* tree_raw = nullptr;
-  check(git_tree_lookup(&tree_raw, repo_, &tree_id), "tree");
-  Tree tree(tree_raw);
-
-  Signature sig = default_signature(repo_);
-  const git_commit* parents[] = {parent.get()};
-  git_oid id;
-  check(git_commit_create(&id, repo_, "HEAD", sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 1,
-                          parents),
-        "commit");
-  return oid_str(&id);
-}
-
-void GitRepo::reset_hard(const std::string& commit) {
-  git_oid oid = parse_oid(commit);
-  git_object* obj = nullptr;
-  check(git_object_lookup(&obj, repo_, &oid, GIT_OBJECT_COMMIT), "commit " + commit);
-  Object target(obj);
-  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
-  co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED;
-  check(git_reset(repo_, target.get(), GIT_RESET_HARD, &co), "reset to " + commit);
 }
 
 std::string GitRepo::diff(const std::string& parent, const std::string& commit) const {

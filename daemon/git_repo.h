@@ -1,6 +1,9 @@
-// Git operations on the research repo and the daemon's worktree, over libgit2:
-// the branch autoresearch/<tag> and its worktree, commits of edits, hard
-// resets, patches for `show`, and the tamper check against the base commit.
+// Git operations on the research repo and the engine's worktree slots, over
+// libgit2: commits of edits made in the object database (no checkout), cherry-
+// picks onto a newer best, refs (the branch autoresearch/<tag>, each
+// candidate's refs/autoresearch/<tag>/exp/<id>), detached worktree slots
+// checked out exactly at a commit, patches for `show`, and the check that a
+// slot still equals its commit.
 #pragma once
 
 #include <filesystem>
@@ -51,11 +54,6 @@ class GitRepo {
   /// Adds a line to .git/info/exclude (shared by every worktree) unless present.
   void exclude(const std::string& pattern);
 
-  /// Opens (creating when needed) the worktree `name` at path on branch, which
-  /// is created at HEAD when it does not exist yet. Returns the worktree.
-  std::unique_ptr<GitRepo> open_worktree(const std::string& name, const std::string& branch,
-                                         const std::filesystem::path& path);
-
   /// Opens (creating when needed) the worktree `name` at path with a detached
   /// HEAD at commit, its files, index and untracked files exactly the commit's
   /// (ignored files, such as a build directory, stay). The engine's slots: no
@@ -91,14 +89,6 @@ class GitRepo {
 
   /// The editable files of a commit, from its tree.
   std::vector<EditableFile> editable_files(const std::string& commit, const EditablePaths& editable) const;
-
-  /// Stages the given paths and commits them on HEAD's branch with message.
-  /// Returns the new commit id, or "" when the paths hold no change.
-  std::string commit_paths(const std::vector<std::string>& paths, const std::string& message);
-
-  /// Moves HEAD's branch, the index and the files to commit; removes untracked
-  /// (not ignored) files, so a new file an edit added goes too.
-  void reset_hard(const std::string& commit);
 
   /// The patch from parent to commit.
   std::string diff(const std::string& parent, const std::string& commit) const;

@@ -38,70 +38,102 @@ TEST_F(GitRepoTest, DiscoversTheRootFromASubdirectory) {
   EXPECT_THROW(discover_repo("/"), GitError);
 }
 
-TEST_F(GitRepoTest, WorktreeCommitsAndResetsWithoutTouchingTheCheckout) {
+TEST_F(GitRepoTest, CommitsWithoutACheckoutAndWithoutTouchingTheUsersOne) {
   GitRepo repo(root);
   std::string base = repo.head();
-  auto wt = repo.open_worktree("t1", "autoresearch/t1", root / ".autoresearchd/worktrees/t1");
-  EXPECT_EQ(wt->head(), base);
-  EXPECT_EQ(read_file(wt->workdir() / "trainer/train.cu"), "lr 1\n");
-
-  write_file(wt->workdir() / "trainer/train.cu", "lr 2\n");
-  write_file(wt->workdir() / "trainer/model/new.cuh", "new\n");
-  std::string c1 = wt->commit_paths({"trainer/train.cu", "trainer/model/new.cuh"}, "raise lr");
+  std::string c1 = repo.commit_writes(base, {{"trainer/train.cu", "lr 2\n"}, {"trainer/model/new.cuh", "new\n"}},
+                                      "raise lr", "refs/autoresearch/t/exp/1");
   ASSERT_EQ(c1.size(), 40u);
-  EXPECT_EQ(wt->head(), c1);
-  EXPECT_EQ(git("log -1 --format=%s autoresearch/t1").out, "raise lr\n");
+  EXPECT_EQ(git("log -1 --format=%s%n%P refs/autoresearch/t/exp/1").out, "raise lr\n" + base + "\n");
   EXPECT_EQ(git("rev-parse HEAD").out, base + "\n");  // the user's checkout stays on main
   EXPECT_EQ(read_file(root / "trainer/train.cu"), "lr 1\n");
-  EXPECT_THAT(wt->diff(base, c1), HasSubstr("+lr 2"));
-  auto files = wt->editable_files(c1, editable);
+  EXPECT_EQ(git("status --porcelain").out, "");
+  EXPECT_THAT(repo.diff(base, c1), HasSubstr("+lr 2"));
+  auto files = repo.editable_files(c1, editable);
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].path, "trainer/model/new.cuh");
   EXPECT_EQ(files[1].content, "lr 2\n");
-
-  // Nothing changed: no commit.
-  EXPECT_EQ(wt->commit_paths({"trainer/train.cu"}, "noop"), "");
-
-  // Reset removes the commit and the file it added.
-  wt->reset_hard(base);
-  EXPECT_EQ(wt->head(), base);
-  EXPECT_EQ(read_file(wt->workdir() / "trainer/train.cu"), "lr 1\n");
-  EXPECT_FALSE(std::filesystem::exists(wt->workdir() / "trainer/model/new.cuh"));
-  EXPECT_EQ(git("rev-parse autoresearch/t1").out, base + "\n");
-  EXPECT_TRUE(wt->has_commit(c1));  // still in the object store
-  EXPECT_FALSE(wt->has_commit("nonsense"));
+  EXPECT_EQ(repo.commit_writes(base, {{"trainer/train.cu", "lr 1\n"}}, "noop", ""), "");  // no change: no commit
+  // A file may not replace a directory, sit below a file, hold a control
+  // character or climb out of the tree.
+  EXPECT_THROW(repo.commit_writes(base, {{"trainer/harness", "x"}}, "m", ""), GitError);
+  EXPECT_THROW(repo.commit_writes(base, {{"trainer/train.cu/x", "x"}}, "m", ""), GitError);
+  EXPECT_THROW(repo.commit_writes(base, {{std::string("trainer/a\0b.cu", 15), "x"}}, "m", ""), GitError);
+  EXPECT_THROW(repo.commit_writes(base, {{"trainer/../../x", "x"}}, "m", ""), GitError);
+  EXPECT_THROW(repo.commit_writes(base, {{".git/config", "x"}}, "m", ""), GitError);
+  EXPECT_TRUE(repo.has_commit(c1));
+  EXPECT_FALSE(repo.has_commit("nonsense"));
 }
 
-TEST_F(GitRepoTest, ReopensAnExistingWorktreeAndRecreatesADeletedOne) {
+TEST_F(GitRepoTest, DetachedSlotsCheckOutExactlyTheCommit) {
   GitRepo repo(root);
+  std::string base = repo.head();
+  std::string c1 = repo.commit_writes(base, {{"trainer/model/new.cuh", "new\n"}}, "add", "");
   auto path = root / ".autoresearchd/worktrees/t";
-  std::string c1;
-  {
-    auto wt = repo.open_worktree("t", "autoresearch/t", path);
-    write_file(wt->workdir() / "trainer/train.cu", "lr 3\n");
-    c1 = wt->commit_paths({"trainer/train.cu"}, "x");
-  }
-  EXPECT_EQ(repo.open_worktree("t", "autoresearch/t", path)->head(), c1);
+  auto wt = repo.open_detached_worktree("t", path, c1);
+  EXPECT_EQ(wt->head(), c1);
+  EXPECT_EQ(read_file(path / "trainer/model/new.cuh"), "new\n");
+  EXPECT_EQ(git("branch --list 'autoresearchd-slot-*'").out, "");  // the scratch branch is gone
+  // Whatever a child left goes: edits, untracked files; ignored ones stay.
+  write_file(path / "trainer/harness/eval.h", "tampered\n");
+  write_file(path / "core", "a core dump\n");
+  write_file(path / "build/out.o", "ignored\n");
+  EXPECT_FALSE(wt->changed_since(c1).empty());
+  wt->checkout_detached(base);
+  EXPECT_EQ(wt->head(), base);
+  EXPECT_FALSE(std::filesystem::exists(path / "trainer/model/new.cuh"));
+  EXPECT_FALSE(std::filesystem::exists(path / "core"));
+  EXPECT_EQ(read_file(path / "trainer/harness/eval.h"), "fixed\n");
+  EXPECT_EQ(read_file(path / "build/out.o"), "ignored\n");
+  EXPECT_TRUE(wt->changed_since(base).empty());
+  // Reopened as it is; recreated when its directory was deleted.
+  EXPECT_EQ(repo.open_detached_worktree("t", path, c1)->head(), c1);
   std::filesystem::remove_all(path);
-  auto wt = repo.open_worktree("t", "autoresearch/t", path);
-  EXPECT_EQ(wt->head(), c1);  // the branch kept its commit
-  EXPECT_EQ(read_file(path / "trainer/train.cu"), "lr 3\n");
+  EXPECT_EQ(repo.open_detached_worktree("t", path, base)->head(), base);
+  EXPECT_EQ(git("rev-parse HEAD").out, base + "\n");
 }
 
 TEST_F(GitRepoTest, ChangedSinceSeesEditsUntrackedFilesButNotIgnoredOnes) {
   GitRepo repo(root);
   std::string base = repo.head();
-  auto wt = repo.open_worktree("t", "autoresearch/t", root / ".autoresearchd/worktrees/t");
+  auto wt = repo.open_detached_worktree("t", root / ".autoresearchd/worktrees/t", base);
   EXPECT_TRUE(wt->changed_since(base).empty());
   write_file(wt->workdir() / "trainer/train.cu", "lr 2\n");
-  wt->commit_paths({"trainer/train.cu"}, "edit");
-  write_file(wt->workdir() / "trainer/harness/eval.h", "tampered\n");
   write_file(wt->workdir() / "trainer/harness/extra.h", "new\n");
   write_file(wt->workdir() / "build/out.o", "ignored\n");
   auto changed = wt->changed_since(base);
   std::sort(changed.begin(), changed.end());
-  EXPECT_EQ(changed, (std::vector<std::string>{"trainer/harness/eval.h", "trainer/harness/extra.h",
-                                                "trainer/train.cu"}));
+  EXPECT_EQ(changed, (std::vector<std::string>{"trainer/harness/extra.h", "trainer/train.cu"}));
+}
+
+TEST_F(GitRepoTest, CherryPicksOntoANewerCommitOrReportsTheConflict) {
+  write_file(root / "trainer/train.cu", "lr 1\n#\n#\n#\nwd 1\n");
+  ASSERT_EQ(git("commit -qam two").code, 0);
+  GitRepo repo(root);
+  std::string base = repo.head();
+  std::string a = repo.commit_writes(base, {{"trainer/train.cu", "lr 2\n#\n#\n#\nwd 1\n"}}, "lr", "");
+  std::string b = repo.commit_writes(base, {{"trainer/train.cu", "lr 1\n#\n#\n#\nwd 2\n"}}, "wd", "");
+  auto pick = repo.cherry_pick(b, a, "refs/autoresearch/t/exp/2");
+  ASSERT_FALSE(pick.commit.empty());
+  EXPECT_EQ(git("show " + pick.commit + ":trainer/train.cu").out, "lr 2\n#\n#\n#\nwd 2\n");
+  EXPECT_EQ(git("log -1 --format=%s%n%P " + pick.commit).out, "wd\n" + a + "\n");
+  EXPECT_EQ(repo.ref_target("refs/autoresearch/t/exp/2"), pick.commit);
+  std::string c = repo.commit_writes(base, {{"trainer/train.cu", "lr 3\n#\n#\n#\nwd 1\n"}}, "lr 3", "");
+  auto conflict = repo.cherry_pick(c, a, "");
+  EXPECT_TRUE(conflict.commit.empty());
+  EXPECT_EQ(conflict.conflicts, std::vector<std::string>{"trainer/train.cu"});
+}
+
+TEST_F(GitRepoTest, RefsAreSetReadAndListed) {
+  GitRepo repo(root);
+  std::string base = repo.head();
+  EXPECT_FALSE(repo.ref_target("refs/heads/autoresearch/t"));
+  repo.set_ref("refs/heads/autoresearch/t", base, "test");
+  repo.set_ref("refs/autoresearch/t/exp/1", base, "test");
+  EXPECT_EQ(repo.ref_target("refs/heads/autoresearch/t"), base);
+  auto refs = repo.refs_with_prefix("refs/autoresearch/t/");
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(refs.begin()->first, "refs/autoresearch/t/exp/1");
 }
 
 TEST_F(GitRepoTest, ExcludeAddsALineOnce) {

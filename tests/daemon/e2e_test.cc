@@ -16,6 +16,7 @@
 #include "daemon/process_runner.h"
 #include "daemon/state_dir.h"
 #include "daemon/store.h"
+#include "daemon_process.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -107,45 +108,17 @@ script = "script.json"
     return text.empty() ? 0 : static_cast<pid_t>(std::stol(text));
   }
 
-  /// Starts `autoresearchd start` in the foreground as our own child.
   pid_t spawn_daemon(const std::string& log_name) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      if (chdir(repo.c_str()) != 0) _exit(127);
-      FILE* f = std::fopen((dir.path() / log_name).c_str(), "a");
-      if (f) {
-        dup2(fileno(f), 1);
-        dup2(fileno(f), 2);
-      }
-      execl(kDaemon.c_str(), kDaemon.c_str(), "start", nullptr);
-      _exit(127);
-    }
+    pid_t pid = testing::spawn_daemon(kDaemon, repo, dir.path() / log_name);
     children.push_back(pid);
     return pid;
   }
 
-  /// Polls the store until pred holds for its experiments, or fails after timeout_s.
   std::vector<ExperimentRow> wait_for(const std::function<bool(const std::vector<ExperimentRow>&)>& pred,
                                       double timeout_s = 60) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<ExperimentRow> rows;
-    while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(timeout_s)) {
-      if (std::filesystem::exists(db_path())) {
-        Store store(db_path().string());
-        rows = store.experiments("e2e");
-        if (pred(rows)) return rows;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "timed out waiting; " << rows.size() << " rows; daemon log:\n"
-                  << read_file(repo / ".autoresearchd/daemon.log");
-    return rows;
+    return testing::wait_for_rows(repo, "e2e", pred, timeout_s);
   }
-  static size_t finished(const std::vector<ExperimentRow>& rows) {
-    size_t n = 0;
-    for (const auto& r : rows) n += is_final_state(r.state) ? 1 : 0;
-    return n;
-  }
+  static size_t finished(const std::vector<ExperimentRow>& rows) { return testing::finished(rows); }
 
   testing::TempDir dir;
   std::filesystem::path repo;
