@@ -18,13 +18,16 @@
 
 #include "daemon/config.h"
 #include "daemon/dashboard_server.h"
+#include "daemon/data_inputs.h"
 #include "daemon/data_prep.h"
+#include "daemon/doctor.h"
 #include "daemon/engine.h"
 #include "daemon/fatal_error.h"
 #include "daemon/git_repo.h"
 #include "daemon/gpus.h"
 #include "daemon/log.h"
 #include "daemon/plot.h"
+#include "daemon/preflight.h"
 #include "daemon/process_runner.h"
 #include "daemon/proposer_factory.h"
 #include "daemon/report.h"
@@ -133,8 +136,18 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   return 0;
 }
 
+/// Downloads report on stderr: a bar on a terminal, plain lines otherwise.
+FetchOptions terminal_fetch_options() {
+  FetchOptions f;
+  f.progress = &std::cerr;
+  f.tty = isatty(STDERR_FILENO) == 1;
+  return f;
+}
+
 int cmd_start(const Options& o, bool detach) {
-  Config config = resolve(o);
+  PosixProcessRunner probe_runner;
+  // Before anything is built or detached: the doctor's checks and the fetch.
+  Config config = preflight(resolve(o), probe_runner, terminal_fetch_options());
   if (!detach) {
     ReadyPipe none(-1);
     return run_daemon(config, false, none);
@@ -238,7 +251,7 @@ int cmd_export(const Options& o) {
 }
 
 int cmd_prepare(const Options& o) {
-  Config config = resolve(o);
+  Config config = fetch_missing_inputs(resolve(o), terminal_fetch_options());
   if (!config.data.enabled) throw ConfigError("data.enabled: the data step is disabled in this config");
   StateDir state(config.repo);
   state.create();
@@ -283,6 +296,21 @@ int cmd_plot(const Options& o, const std::string& out, bool by_time) {
   auto store = Store::open_read_only(state.db().string());
   write_plot(*store, config.tag, out, by_time);
   std::cout << "autoresearchd: wrote " << out << "\n";
+  return 0;
+}
+
+int cmd_doctor(const Options& o) {
+  Config config = resolve(o);
+  PosixProcessRunner runner;
+  return print_checks(run_checks(config, runner), std::cout);
+}
+
+int cmd_data_fetch(const Options& o, int shards) {
+  Config config = resolve(o);
+  FetchPlan plan = data_fetch_plan(config, shards);
+  fetch_plan(plan, terminal_fetch_options());
+  std::cout << "data fetch: " << plan.train.size() << " train and " << plan.val.size() << " val files in "
+            << plan.train.front().dest.parent_path().string() << "\n";
   return 0;
 }
 
@@ -331,6 +359,14 @@ int run_cli(int argc, char** argv) {
   common(plot, true);
   plot->add_option("--out", plot_out, "progress.png or progress.svg")->required();
   plot->add_flag("--by-time", plot_by_time, "x by hours since the first experiment instead of its number");
+  CLI::App* doctor = app.add_subcommand("doctor", "check the GPU, toolchain, disk, data, sandbox and LLM settings");
+  common(doctor, false);
+  int shards = 0;
+  CLI::App* data = app.add_subcommand("data", "the training data");
+  data->require_subcommand(1);
+  CLI::App* fetch = data->add_subcommand("fetch", "download the data sources (data.sources) into the data cache");
+  common(fetch, false);
+  fetch->add_option("--shards", shards, "train files to fetch (default: data.shards)")->check(CLI::PositiveNumber);
 
   try {
     app.parse(argc, argv);
@@ -353,6 +389,8 @@ int run_cli(int argc, char** argv) {
     if (*prepare) return cmd_prepare(o);
     if (*serve) return cmd_serve(o, serve_bind, serve_port);
     if (*plot) return cmd_plot(o, plot_out, plot_by_time);
+    if (*doctor) return cmd_doctor(o);
+    if (*fetch) return cmd_data_fetch(o, shards);
   } catch (const std::exception& e) {
     std::cerr << "autoresearchd: error: " << e.what() << "\n";
     return 1;

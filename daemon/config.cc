@@ -259,6 +259,15 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.string("field", c.data.field);
     r.string("cache", c.data.cache);
     r.number("timeout_s", c.data.timeout_s, 0, false);
+    r.boolean("fetch", c.data.fetch);
+    r.string("sources", c.data.sources);
+    r.integer("shards", c.data.shards, 1);
+    r.reject_unknown();
+  }
+
+  if (const toml::table* t = top.table("preflight")) {
+    KeyReader r(*t, "preflight");
+    r.string("gpu", c.preflight_gpu);
     r.reject_unknown();
   }
 

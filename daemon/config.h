@@ -33,6 +33,11 @@ struct DataConfig {
   std::string field = "text";
   std::string cache = "~/.cache/autoresearchd";
   double timeout_s = 7200;
+  /// When an input above is missing: download the files of `sources` into
+  /// <cache>/sources/<list name> and use them instead (false: refuse).
+  bool fetch = true;
+  std::string sources = "data_sources/c4-en.urls";  ///< the URL list, relative to the repo
+  int shards = 12;  ///< train files of the list fetched: 12 C4 shards are >= 2 B tokens
 };
 
 /// [serve]: the dashboard (docs/dashboard.md).
@@ -93,6 +98,11 @@ struct Config {
   ServeConfig serve;
   NoiseConfig noise;
   KeepConfig keep;
+
+  /// How start's preflight finds the GPU: "nvidia-smi" (the driver's list),
+  /// "off" (stages that need no GPU; skips the CUDA checks too), or a
+  /// command that exits 0 when the GPU is usable.
+  std::string preflight_gpu = "nvidia-smi";
 
   std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",
                                        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH"};

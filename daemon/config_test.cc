@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 
 #include "testing/test_util.h"
+#include "llm_client/llm_config.h"
+#include "proposers/offline_proposer.h"
 
 namespace ard {
 namespace {
@@ -181,6 +183,60 @@ TEST(Config, ShippedConfigParses) {
   EXPECT_DOUBLE_EQ(c.noise.prior_sigma, d.noise.prior_sigma);
   EXPECT_EQ(c.keep.equal_but_simpler, d.keep.equal_but_simpler);
   EXPECT_EQ(c.keep.confirmations, d.keep.confirmations);
+  EXPECT_EQ(c.data.fetch, d.data.fetch);
+  EXPECT_EQ(c.data.sources, d.data.sources);
+  EXPECT_EQ(c.data.shards, d.data.shards);
+  EXPECT_EQ(c.preflight_gpu, d.preflight_gpu);
+}
+
+// Each commented `-- example: ... --` block of the shipped file, uncommented
+// into the file, is a config the daemon and the proposer accept.
+TEST(Config, ShippedLlmAndOfflineExamplesWork) {
+  std::string text = testing::read_file(std::filesystem::path(ARD_SOURCE_DIR) / "autoresearch.toml");
+  std::istringstream in(text);
+  std::vector<std::string> examples;
+  std::string block;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# -- example:", 0) == 0) {
+      inside = true;
+      block.clear();
+    } else if (line == "# -- end --") {
+      inside = false;
+      examples.push_back(block);
+    } else if (inside) {
+      ASSERT_EQ(line.rfind("# ", 0), 0u) << line;
+      block += line.substr(2) + "\n";
+    }
+  }
+  ASSERT_EQ(examples.size(), 4u);
+  for (const auto& ex : examples) {
+    Config c = parse_config(text + "\n" + ex, ARD_SOURCE_DIR);
+    if (c.has_llm) {
+      EXPECT_EQ(c.proposer_kind, "llm");
+      llm::LlmConfig l = llm::parse_llm_config(c.llm);
+      EXPECT_FALSE(l.model.empty());
+    } else {
+      OfflineConfig o = parse_offline_config(c.offline);
+      EXPECT_EQ(o.file, "trainer/train.cu");
+    }
+  }
+}
+
+TEST(Config, FetchAndPreflightKeys) {
+  Config d = parse_config("", "/r");
+  EXPECT_TRUE(d.data.fetch);
+  EXPECT_EQ(d.data.sources, "data_sources/c4-en.urls");
+  EXPECT_EQ(d.data.shards, 12);
+  EXPECT_EQ(d.preflight_gpu, "nvidia-smi");
+  Config c = parse_config("[data]\nfetch = false\nsources = 'm.urls'\nshards = 3\n[preflight]\ngpu = 'off'\n", "/r");
+  EXPECT_FALSE(c.data.fetch);
+  EXPECT_EQ(c.data.sources, "m.urls");
+  EXPECT_EQ(c.data.shards, 3);
+  EXPECT_EQ(c.preflight_gpu, "off");
+  EXPECT_THAT(error_of("[data]\nshards = 0\n"), HasSubstr("data.shards: out of range: 0"));
+  EXPECT_THAT(error_of("[preflight]\ngpu = ''\n"), HasSubstr("preflight.gpu: must not be empty"));
+  EXPECT_THAT(error_of("[preflight]\ncuda = 'x'\n"), HasSubstr("preflight.cuda: unknown key"));
 }
 
 TEST(Config, ServeDefaultsToReadOnlyLoopback) {

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "daemon/data_inputs.h"
 #include "daemon/fatal_error.h"
 
 namespace ard {
@@ -12,12 +13,6 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-std::string input_path(const Config& config, const std::string& p) {
-  std::filesystem::path path = expand_home(p);
-  if (path.is_relative()) path = config.repo / path;
-  return path.lexically_normal().string();
 }
 
 /// The last line of text that starts with prefix, without the prefix.

@@ -49,9 +49,7 @@ int on_progress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
 }
 
-}  // namespace
-
-HttpResponse http_post(const HttpRequest& request) {
+HttpResponse perform(const HttpRequest& request, bool post) {
   global_init();
   HttpResponse out;
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
@@ -66,9 +64,13 @@ HttpResponse http_post(const HttpRequest& request) {
   char error[CURL_ERROR_SIZE] = {0};
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(c, CURLOPT_POST, 1L);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  if (post) {
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_s * 1000));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.total_timeout_s * 1000));
@@ -107,5 +109,11 @@ HttpResponse http_post(const HttpRequest& request) {
   while (!out.transport_error.empty() && out.transport_error.back() == '\n') out.transport_error.pop_back();
   return out;
 }
+
+}  // namespace
+
+HttpResponse http_post(const HttpRequest& request) { return perform(request, true); }
+
+HttpResponse http_get(const HttpRequest& request) { return perform(request, false); }
 
 }  // namespace llm

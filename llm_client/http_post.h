@@ -1,4 +1,5 @@
-// One HTTP POST over libcurl, with a connect timeout and a whole-call timeout.
+// One HTTP POST (or GET) over libcurl, with a connect timeout and a whole-call
+// timeout.
 //
 // Transport failures (no connection, timeout) come back as values, not
 // exceptions: the chat client decides what to retry. Nothing is logged here,
@@ -41,5 +42,8 @@ struct HttpResponse {
 
 /// Sends the request and waits for the whole response (or a failure).
 HttpResponse http_post(const HttpRequest& request);
+
+/// The same as a GET; request.body is not sent (a health check's model list).
+HttpResponse http_get(const HttpRequest& request);
 
 }  // namespace llm

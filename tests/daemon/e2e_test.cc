@@ -98,6 +98,8 @@ timeout_s = )" + std::to_string(train_timeout_s) + R"(
 [proposer]
 kind = "scripted"
 script = "script.json"
+[preflight]
+gpu = "off"
 )");
   }
   void write_script(const nlohmann::json& entries) { write_file(repo / "script.json", entries.dump(2)); }
@@ -351,7 +353,7 @@ TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {
   std::filesystem::permissions(dir / "fake_prepare.sh", std::filesystem::perms::owner_all);
   std::string cache = (dir / "cache").string();
   std::string data = "prepare = \"" + (dir / "fake_prepare.sh").string() + "\"\ntrain = [\"../corpus/train.jsonl\"]\n" +
-                     "val = [\"../corpus/val.jsonl\"]\ncache = \"" + cache + "\"\n";
+                     "val = [\"../corpus/val.jsonl\"]\ncache = \"" + cache + "\"\nfetch = false\n";
   write_config(10, "", data);
   write_script(nlohmann::json::array());
 
@@ -371,17 +373,23 @@ TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {
   EXPECT_THAT(log, HasSubstr("data: " + cache + "/dataset\n"));
   EXPECT_EQ(Store(db_path().string()).last_session()->data_dir, cache + "/dataset");
 
-  // Bad input: prepare's one-line error, and the daemon does not start.
+  // A missing input: the preflight's one line naming the key and the file,
+  // before anything is built.
   std::filesystem::remove(dir / "corpus/val.jsonl");
+  std::filesystem::remove(repo / ".autoresearchd/logs/data-build.log");
   auto bad = daemon("start");
   EXPECT_EQ(bad.code, 1);
-  EXPECT_THAT(bad.out, HasSubstr("autoresearchd: error: data: prepare failed (exit code 1): prepare: error: "));
-  EXPECT_THAT(bad.out, HasSubstr("val.jsonl:0: cannot open the file"));
+  EXPECT_EQ(bad.out, "autoresearchd: error: \u2717 data: data.val[0]: " + (dir / "corpus/val.jsonl").string() +
+                         ": no such file; fix: put the file there, set data.train and data.val to your own files, or "
+                         "set data.fetch = true to download the default corpus (autoresearchd doctor lists every "
+                         "check)\n");
+  EXPECT_FALSE(std::filesystem::exists(repo / ".autoresearchd/logs/data-build.log"));
+
 }
 
 TEST_F(DaemonE2E, CommandLineErrorsAreOneLineWithExitCode2) {
   EXPECT_EQ(daemon("--help").code, 0);
-  for (const char* sub : {"start", "stop", "status", "show", "export", "prepare"}) {
+  for (const char* sub : {"start", "stop", "status", "show", "export", "prepare", "doctor", "data fetch"}) {
     auto r = daemon(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_THAT(r.out, HasSubstr("--repo")) << sub;

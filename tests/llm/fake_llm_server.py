@@ -15,7 +15,8 @@ messages), and answers each accepted request with the next step of a script:
   {"hang_s": 5}                            sleeps, then answers (after the client gave up)
 
 Usage fields are filled in (input from the request's length, output from the
-answer's). Every request is appended to --log as one JSON line: method, path,
+answer's). GET /v1/models lists one model (the key checked, not logged).
+Every chat request is appended to --log as one JSON line: method, path,
 headers (lower-cased), the parsed body, and the step it got. When the script
 runs out, requests get 503. Standard library only.
 """
@@ -80,6 +81,19 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
+
+    def do_GET(self):
+        """The model list (GET /v1/models, both protocols): what a health check asks.
+        Not logged: the log holds the chat calls only."""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        anthropic = "x-api-key" in headers or "anthropic-version" in headers
+        if self.path not in ("/v1/models", "/models"):
+            return self.send(404, error_body(anthropic, 404, "Unknown request URL: GET " + self.path))
+        sent_key = headers.get("x-api-key", "") if anthropic else headers.get("authorization", "")[len("Bearer "):]
+        if self.server.state.key is not None and sent_key != self.server.state.key:
+            return self.send(401, error_body(anthropic, 401, "invalid x-api-key" if anthropic else
+                                             "Incorrect API key provided."))
+        self.send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
     def do_POST(self):
         state = self.server.state

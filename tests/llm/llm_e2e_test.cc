@@ -73,6 +73,8 @@ command = ")" + kFake + R"( run trainer/train.cu --data {data_dir}"
 timeout_s = 10
 [data]
 enabled = false
+[preflight]
+gpu = "off"
 [proposer]
 kind = "llm"
 [llm]
