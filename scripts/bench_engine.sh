@@ -103,6 +103,8 @@ command = "sleep 0.5 && $fake run trainer/train.cu"
 timeout_s = 60
 [data]
 enabled = false
+[preflight]
+gpu = "off"
 [proposer]
 kind = "llm"
 [llm]

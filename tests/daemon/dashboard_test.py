@@ -238,6 +238,8 @@ command = "{FAKE} run trainer/train.cu"
 timeout_s = 10
 [data]
 enabled = false
+[preflight]
+gpu = "off"
 [proposer]
 kind = "scripted"
 script = "script.json"

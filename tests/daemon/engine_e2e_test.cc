@@ -95,6 +95,8 @@ command = "echo gpu=$CUDA_VISIBLE_DEVICES; )" + kFake + R"( run trainer/train.cu
 timeout_s = )" + std::to_string(train_timeout) + R"(
 [data]
 enabled = false
+[preflight]
+gpu = "off"
 )" + proposer);
   }
   static std::string scripted() { return "[proposer]\nkind = \"scripted\"\nscript = \"script.json\"\n"; }
