@@ -103,7 +103,9 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   Store store(state.db().string());
   boost::asio::io_context io;
   LoopCallSink calls(io, store);
-  std::unique_ptr<Proposer> proposer = make_proposer(config, calls);
+  // Failed LLM calls and retries, from the proposal threads, logged on the loop.
+  std::unique_ptr<Proposer> proposer =
+      make_proposer(config, calls, [&io, &log](const std::string& line) { boost::asio::post(io, [&log, line] { log(line); }); });
   const char* visible = getenv("CUDA_VISIBLE_DEVICES");
   std::vector<std::string> gpus =
       resolve_gpus(config.gpus, visible ? std::optional<std::string>(visible) : std::nullopt,

@@ -423,9 +423,11 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
     const ProposalError& e = *result.error;
     switch (e.kind) {
       case ProposalError::Kind::kExhausted:
-      case ProposalError::Kind::kUnavailable: {
+      case ProposalError::Kind::kUnavailable:
+      case ProposalError::Kind::kPaused: {  // a cap: asking again costs no call until it lifts
         std::string msg = std::string(e.kind == ProposalError::Kind::kExhausted ? "nothing to propose"
-                                                                                 : "proposer unavailable") +
+                                      : e.kind == ProposalError::Kind::kPaused  ? "paused"
+                                                                                : "proposer unavailable") +
                           ": " + e.message;
         if (msg != last_wait_message_) log_(msg + "; asking again every " + fmt_number(config_.retry_wait_s) + " s");
         last_wait_message_ = msg;

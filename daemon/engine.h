@@ -59,6 +59,8 @@ class LoopCallSink : public llm::CallSink {
  public:
   LoopCallSink(boost::asio::io_context& io, Store& store) : io_(io), store_(store) {}
   void record(const llm::CallRecord& call) override;
+  /// Read once, when the proposer is built, before the loop runs.
+  llm::Spend spend(const std::string& tag) override { return store_.spend(tag); }
 
  private:
   boost::asio::io_context& io_;

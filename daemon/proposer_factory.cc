@@ -8,7 +8,8 @@
 
 namespace ard {
 
-std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& calls) {
+std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& calls,
+                                        std::function<void(const std::string&)> log) {
   const std::string& kind = config.proposer_kind;
   if (kind == "llm") {
     if (!config.has_llm) throw ConfigError("proposer.kind: \"llm\" needs an [llm] table");
@@ -18,9 +19,13 @@ std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& cal
       if (!llm_config.api_key_env.empty() && name == llm_config.api_key_env)
         throw ConfigError("env.pass: '" + name + "' holds the API key (llm.api_key_env); child processes must not see it");
     EditablePaths editable(config.editable);
+    std::unique_ptr<Proposer> on_cap;
+    if (llm_config.on_cap == llm::OnCap::kOffline)
+      on_cap = std::make_unique<OfflineProposer>(parse_offline_config(config.offline));
     try {
       return std::make_unique<llm::LlmProposer>(
-          llm_config, [editable](const std::string& path) { return editable.check_write(path); }, &calls);
+          llm_config, [editable](const std::string& path) { return editable.check_write(path); }, &calls,
+          llm::sleep_seconds, calls.spend(config.tag), std::move(on_cap), std::move(log));
     } catch (const llm::MissingKeyError& e) {
       throw ConfigError(e.what());
     }

@@ -4,7 +4,9 @@
 // from llm_client/ and are validated here from the raw [llm] / [offline] tables.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "daemon/config.h"
 #include "proposers/proposer.h"
@@ -13,7 +15,10 @@
 namespace ard {
 
 /// Throws ConfigError (one line, naming the key) for an unknown kind or a bad
-/// proposer section. calls receives every LLM API call; it outlives the proposer.
-std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& calls);
+/// proposer section. calls receives every LLM API call and says what the
+/// config's tag has spent so far (the LLM caps start from it); it outlives the
+/// proposer. log, when set, gets one line per failed LLM call and retry.
+std::unique_ptr<Proposer> make_proposer(const Config& config, llm::CallSink& calls,
+                                        std::function<void(const std::string&)> log = {});
 
 }  // namespace ard

@@ -104,7 +104,7 @@ StatusFigures status_figures(Store& store, const std::string& tag, const std::ve
     f.training_share = e.training_s / capacity;
     if (e.busy_s > 0) f.gpu_busy_share = e.busy_s / capacity;
   }
-  f.llm = store.llm_totals();
+  f.llm = store.llm_totals(tag);
   return f;
 }
 
@@ -161,8 +161,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     os << "; GPU busy share: " << fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
        << (f.gpus == 1 ? "" : "s");
   os << "\n";
-  os << "llm: " << f.llm.calls << " calls, " << f.llm.input_tokens << " input + " << f.llm.output_tokens
-     << " output tokens, $" << fixed(f.llm.cost_usd, 4) << "\n";
+  os << llm_status_line(f.llm);
 
   std::vector<const ExperimentRow*> in_flight;
   for (const auto& r : rows)
@@ -217,6 +216,14 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   return os.str();
 }
 
+std::string llm_status_line(const LlmTotals& llm) {
+  std::ostringstream os;
+  os << "llm: " << llm.calls << " calls, " << llm.input_tokens << " input + " << llm.cache_read_tokens
+     << " cached + " << llm.cache_write_tokens << " cache-write + " << llm.output_tokens << " output tokens (cache hit "
+     << fixed(100 * llm.cache_hit_rate(), 1) << "%), $" << fixed(llm.cost_usd, 4) << "\n";
+  return os.str();
+}
+
 std::optional<std::string> render_show(Store& store, int64_t id) {
   auto r = store.experiment(id);
   if (!r) return std::nullopt;
@@ -247,12 +254,31 @@ std::optional<std::string> render_show(Store& store, int64_t id) {
     if (!a.prompt.empty()) os << "prompt:\n" << a.prompt << (a.prompt.back() == '\n' ? "" : "\n");
     os << "response:\n" << a.response << (a.response.empty() || a.response.back() == '\n' ? "" : "\n");
   }
+  os << render_llm_calls(store.llm_calls(id));
   if (!r->diff.empty()) os << "\n--- diff\n" << r->diff;
   if (!r->log_tail.empty()) os << "\n--- log tail\n" << r->log_tail << (r->log_tail.back() == '\n' ? "" : "\n");
   if (!r->program_hash.empty()) {
     if (auto p = store.program(r->program_hash))
       os << "\n--- program.md (" << r->program_hash.substr(0, 12) << ")\n" << *p
          << (p->empty() || p->back() == '\n' ? "" : "\n");
+  }
+  return os.str();
+}
+
+std::string render_llm_calls(const std::vector<LlmCallRow>& calls) {
+  if (calls.empty()) return "";
+  std::ostringstream os;
+  os << "\n--- llm calls\n";
+  for (const auto& c : calls) {
+    os << "round " << c.attempt << " call " << c.retry + 1 << ": " << c.status << ", " << fixed(c.latency_s, 1) << "s, "
+       << c.input_tokens << " in + " << c.cache_read_tokens << " cached + " << c.cache_write_tokens << " cache-write + "
+       << c.output_tokens << " out, $" << fixed(c.cost_usd, 4);
+    if (!c.error.empty()) os << ": " << c.error;
+    if (c.wait_s > 0) os << "; waited " << fixed(c.wait_s, 1) << "s before the next call";
+    os << "\n";
+    if (!c.partial_text.empty())
+      os << "partial text (" << c.partial_text.size() << " bytes):\n" << c.partial_text
+         << (c.partial_text.back() == '\n' ? "" : "\n");
   }
   return os.str();
 }

@@ -48,6 +48,14 @@ struct EngineFigures {
 };
 EngineFigures engine_figures(Store& store, const std::string& tag, double now);
 
+/// The status line of one tag's LLM calls: calls, tokens (cached too), the
+/// cache hit rate and the cost.
+std::string llm_status_line(const LlmTotals& totals);
+
+/// The LLM calls of one experiment for `show`: each call, its retry, the wait
+/// after it, a broken stream's partial text.
+std::string render_llm_calls(const std::vector<LlmCallRow>& calls);
+
 /// "1h02m", "4m05s", "12.3s".
 std::string format_duration(double seconds);
 

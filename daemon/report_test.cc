@@ -57,6 +57,7 @@ TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
   EXPECT_THAT(s, HasSubstr("best: 1.000000 at 1111111 (#1 baseline)"));
   EXPECT_THAT(s, HasSubstr("experiments: 3 finished"));
   EXPECT_THAT(s, HasSubstr("llm: 0 calls"));
+  EXPECT_THAT(s, HasSubstr("(cache hit 0.0%)"));
   EXPECT_THAT(s, HasSubstr("now: #4 running stage train, 30.0s elapsed, expected end"));
   EXPECT_THAT(s, HasSubstr("(timeout at"));
   std::string dead = render_status(store, "t", std::nullopt, 1030.0);
@@ -85,4 +86,24 @@ TEST(FormatDuration, PicksTheUnit) {
 }
 
 }  // namespace
+TEST(Report, LlmLineAndCallsShowCacheRetriesAndPartialText) {
+  LlmTotals t{3, 100, 40, 800, 100, 0.1234};
+  EXPECT_EQ(llm_status_line(t),
+            "llm: 3 calls, 100 input + 800 cached + 100 cache-write + 40 output tokens (cache hit 80.0%), $0.1234\n");
+  LlmCallRow broken;
+  broken.attempt = 1;
+  broken.status = "broken_stream";
+  broken.error = "the stream ended before its last event";
+  broken.partial_text = "DESCRIPTION: half";
+  broken.wait_s = 2.5;
+  LlmCallRow ok;
+  ok.attempt = 1;
+  ok.retry = 1;
+  ok.status = "ok";
+  std::string s = render_llm_calls({broken, ok});
+  EXPECT_THAT(s, HasSubstr("round 1 call 1: broken_stream"));
+  EXPECT_THAT(s, HasSubstr("; waited 2.5s before the next call\npartial text (17 bytes):\nDESCRIPTION: half\n"));
+  EXPECT_THAT(s, HasSubstr("round 1 call 2: ok"));
+}
+
 }  // namespace ard

@@ -371,18 +371,49 @@ std::optional<SessionRow> Store::last_session() {
 void Store::record(const llm::CallRecord& c) {
   db_.prepare(
          "INSERT INTO llm_calls(experiment_id, attempt, provider, model, latency_s, input_tokens, "
-         "output_tokens, status, cost_usd, error, created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)")
+         "output_tokens, status, cost_usd, error, created_at, cache_read_tokens, cache_write_tokens, retry, "
+         "wait_s, partial_text, tag) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+         "coalesce((SELECT tag FROM experiments WHERE id=?1), ''))")
       .bind(1, c.experiment_id).bind(2, c.attempt).bind(3, c.provider).bind(4, c.model)
       .bind(5, c.latency_s).bind(6, c.input_tokens).bind(7, c.output_tokens).bind(8, c.status)
-      .bind(9, c.cost_usd).bind(10, c.error).bind(11, now_seconds()).run();
+      .bind(9, c.cost_usd).bind(10, c.error).bind(11, now_seconds()).bind(12, c.cache_read_tokens)
+      .bind(13, c.cache_write_tokens).bind(14, c.retry).bind(15, c.wait_s).bind(16, c.response).run();
 }
 
-LlmTotals Store::llm_totals() {
+double LlmTotals::cache_hit_rate() const {
+  int64_t prompt = input_tokens + cache_read_tokens + cache_write_tokens;
+  return prompt > 0 ? static_cast<double>(cache_read_tokens) / prompt : 0;
+}
+
+LlmTotals Store::llm_totals(const std::string& tag) {
   auto s = db_.prepare(
       "SELECT count(*), coalesce(sum(input_tokens),0), coalesce(sum(output_tokens),0), "
-      "coalesce(sum(cost_usd),0) FROM llm_calls");
+      "coalesce(sum(cache_read_tokens),0), coalesce(sum(cache_write_tokens),0), coalesce(sum(cost_usd),0) "
+      "FROM llm_calls WHERE ?1 = '' OR tag = ?1");
+  s.bind(1, tag);
   s.step();
-  return {s.integer(0), s.integer(1), s.integer(2), s.real(3)};
+  return {s.integer(0), s.integer(1), s.integer(2), s.integer(3), s.integer(4), s.real(5)};
+}
+
+llm::Spend Store::spend(const std::string& tag) {
+  llm::Spend out;
+  out.cost_usd = llm_totals(tag).cost_usd;
+  auto s = db_.prepare("SELECT created_at FROM llm_calls WHERE tag=? AND created_at > ? ORDER BY created_at");
+  s.bind(1, tag).bind(2, now_seconds() - 3600);
+  while (s.step()) out.call_times.push_back(s.real(0));
+  return out;
+}
+
+std::vector<LlmCallRow> Store::llm_calls(int64_t experiment_id) {
+  auto s = db_.prepare(
+      "SELECT attempt, retry, status, error, partial_text, latency_s, wait_s, cost_usd, input_tokens, "
+      "output_tokens, cache_read_tokens, cache_write_tokens FROM llm_calls WHERE experiment_id=? ORDER BY id");
+  s.bind(1, experiment_id);
+  std::vector<LlmCallRow> out;
+  while (s.step())
+    out.push_back({static_cast<int>(s.integer(0)), static_cast<int>(s.integer(1)), s.text(2), s.text(3), s.text(4),
+                   s.real(5), s.real(6), s.real(7), s.integer(8), s.integer(9), s.integer(10), s.integer(11)});
+  return out;
 }
 
 std::vector<TrialRow> Store::experiment_trials(int64_t id) {

@@ -90,9 +90,21 @@ struct SessionRow {
 
 struct LlmTotals {
   int64_t calls = 0;
-  int64_t input_tokens = 0;
+  int64_t input_tokens = 0;       ///< not read from or written to the cache
   int64_t output_tokens = 0;
+  int64_t cache_read_tokens = 0;
+  int64_t cache_write_tokens = 0;
   double cost_usd = 0;
+  /// Cached reads over every prompt token; 0 with no prompt tokens.
+  double cache_hit_rate() const;
+};
+
+/// One row of llm_calls, for `show`.
+struct LlmCallRow {
+  int attempt = 0, retry = 0;
+  std::string status, error, partial_text;
+  double latency_s = 0, wait_s = 0, cost_usd = 0;
+  int64_t input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0;
 };
 
 /// One stored program.md version.
@@ -188,9 +200,13 @@ class Store : public llm::CallSink {
   int close_dead_sessions();
   std::optional<SessionRow> last_session();
 
-  // LLM calls.
+  // LLM calls. A call's tag is its experiment's.
   void record(const llm::CallRecord& call) override;
-  LlmTotals llm_totals();
+  /// The calls of one tag; every tag when tag is empty.
+  LlmTotals llm_totals(const std::string& tag = "");
+  /// The tag's cost so far and its calls of the last hour (for the caps).
+  llm::Spend spend(const std::string& tag) override;
+  std::vector<LlmCallRow> llm_calls(int64_t experiment_id);
 
   // Reads for the dashboard.
   /// The trials of one experiment, oldest first.

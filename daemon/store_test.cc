@@ -102,6 +102,53 @@ TEST(Store, KeepsAttemptsAndLlmCalls) {
   EXPECT_DOUBLE_EQ(t.cost_usd, 1.0);
 }
 
+TEST(Store, LlmTotalsSpendAndCallsArePerTag) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("mine", "autoresearch/mine", kBase);
+  store.add_run("other", "autoresearch/other", kBase);
+  int64_t mine = store.create_experiment("mine", false, kBase, "", "llm", std::nullopt);
+  int64_t other = store.create_experiment("other", false, kBase, "", "llm", std::nullopt);
+  llm::CallRecord c;
+  c.experiment_id = mine;
+  c.attempt = 1;
+  c.provider = "anthropic";
+  c.model = "m";
+  c.input_tokens = 100;
+  c.cache_read_tokens = 800;
+  c.cache_write_tokens = 100;
+  c.output_tokens = 50;
+  c.cost_usd = 0.25;
+  c.status = "broken_stream";
+  c.error = "the stream ended";
+  c.response = "DESCRIPTION: half";
+  c.wait_s = 2.5;
+  store.record(c);
+  c.experiment_id = other;
+  c.cost_usd = 9;
+  store.record(c);
+
+  LlmTotals t = store.llm_totals("mine");
+  EXPECT_EQ(t.calls, 1);
+  EXPECT_EQ(t.cache_read_tokens, 800);
+  EXPECT_EQ(t.cache_write_tokens, 100);
+  EXPECT_DOUBLE_EQ(t.cost_usd, 0.25);
+  EXPECT_DOUBLE_EQ(t.cache_hit_rate(), 0.8);
+  EXPECT_EQ(store.llm_totals().calls, 2);  // every tag
+
+  llm::Spend s = store.spend("mine");
+  EXPECT_DOUBLE_EQ(s.cost_usd, 0.25);
+  ASSERT_EQ(s.call_times.size(), 1u);
+  EXPECT_GT(s.call_times[0], now_seconds() - 60);
+  EXPECT_DOUBLE_EQ(store.spend("none").cost_usd, 0);
+
+  auto rows = store.llm_calls(mine);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].partial_text, "DESCRIPTION: half");
+  EXPECT_DOUBLE_EQ(rows[0].wait_s, 2.5);
+  EXPECT_EQ(rows[0].status, "broken_stream");
+}
+
 TEST(Store, DeletesOnlyExperimentsThatRecordedNothing) {
   testing::TempDir dir;
   Store store((dir / "results.db").string());

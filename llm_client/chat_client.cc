@@ -3,20 +3,42 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
 namespace llm {
 
-void sleep_seconds(double seconds) {
-  if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+namespace {
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+}  // namespace
+
+void sleep_seconds(double seconds, const std::atomic<bool>* cancel) {
+  // The flag has nothing to wait on, so it is looked at every 100 ms.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (!(cancel && cancel->load())) {
+    Clock::duration left = end - Clock::now();
+    if (left <= Clock::duration::zero()) return;
+    std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::milliseconds(100)));
+  }
 }
 
-ChatClient::ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper, uint64_t jitter_seed)
+ChatClient::ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper, uint64_t jitter_seed, Spend spent,
+                       LogLine log)
     : config_(std::move(config)),
       sink_(sink),
       sleeper_(std::move(sleeper)),
-      rng_(jitter_seed ? jitter_seed : std::random_device{}()) {
+      rng_(jitter_seed ? jitter_seed : std::random_device{}()),
+      cap_(config_.max_cost_usd, config_.max_calls_per_hour, std::move(spent)),
+      log_(std::move(log)) {
   if (!config_.api_key_env.empty()) {
     const char* key = std::getenv(config_.api_key_env.c_str());
     if (!key || !*key)
@@ -35,8 +57,13 @@ std::string ChatClient::redact(std::string s) const {
 
 double ChatClient::backoff(int retry) {
   double base = std::min(config_.max_backoff_s, config_.backoff_s * std::pow(2.0, retry));
-  std::lock_guard<std::mutex> lock(rng_mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return base * std::uniform_real_distribution<double>(0.5, 1.0)(rng_);
+}
+
+std::optional<CapReached> ChatClient::cap_reached() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cap_.check(unix_now());
 }
 
 ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id, int attempt,
@@ -44,17 +71,49 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
   HttpRequest request = build_request(config_, api_key_, conversation);
   request.cancel = cancel;
   ChatResult result;
-  auto cancelled = [&] { return cancel && cancel->load(); };
+  const std::string label = "llm call of #" + std::to_string(experiment_id) + " round " + std::to_string(attempt);
   for (int retry = 0;; ++retry) {
-    if (cancelled()) {
+    if (cancel && cancel->load()) {
       result.error = CallError::kCancelled;
       result.message = "cancelled: the daemon is stopping";
       return result;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto cap = cap_.check(unix_now())) {
+        result.capped = cap;
+        result.message = cap->reason;
+        return result;
+      }
+      cap_.start_call(unix_now());
     }
     HttpResponse response = http_post(request);
     CallOutcome o = parse_response(config_, response);
     ++result.calls;
     o.message = redact(o.message);
+    o.text = redact(std::move(o.text));
+    double cost = config_.cost(o.usage);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      cap_.add_cost(cost);
+    }
+
+    // What follows this call: nothing, or a wait and another call.
+    std::optional<double> wait;
+    if (is_retryable(o.error)) {
+      if (retry >= config_.retries) {
+        o.message = "gave up after " + std::to_string(result.calls) + " calls: " + o.message;
+      } else {
+        double w = o.retry_after_s ? *o.retry_after_s : backoff(retry);
+        if (w > config_.max_backoff_s)
+          // A long Retry-After is the provider saying "not now": let the daemon
+          // wait between experiments instead of blocking inside one call.
+          o.message = "provider asks to wait " + std::to_string(static_cast<long>(w)) +
+                      " s (more than max_backoff_s): " + o.message;
+        else
+          wait = w;
+      }
+    }
 
     if (sink_) {
       CallRecord rec;
@@ -63,36 +122,28 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
       rec.provider = protocol_name(config_.protocol);
       rec.model = config_.model;
       rec.latency_s = response.latency_s;
-      rec.input_tokens = o.input_tokens;
-      rec.output_tokens = o.output_tokens;
+      rec.input_tokens = o.usage.input;
+      rec.output_tokens = o.usage.output;
+      rec.cache_read_tokens = o.usage.cache_read;
+      rec.cache_write_tokens = o.usage.cache_write;
       rec.status = o.status;
-      rec.cost_usd = config_.cost(o.input_tokens, o.output_tokens);
+      rec.cost_usd = cost;
       rec.error = o.message;
+      if (o.error != CallError::kNone) rec.response = o.text;  // a broken stream's partial text
+      rec.retry = retry;
+      rec.wait_s = wait.value_or(0);
       sink_->record(rec);
     }
+    if (log_ && o.error != CallError::kNone)
+      log_(label + " call " + std::to_string(retry + 1) + ": " + o.message +
+           (wait ? "; retry in " + seconds(*wait) : std::string()));
 
     result.error = o.error;
     result.message = o.message;
-    result.text = redact(std::move(o.text));
-    if (!is_retryable(o.error)) return result;
-    if (retry >= config_.retries) {
-      result.message = "gave up after " + std::to_string(result.calls) + " calls: " + o.message;
-      return result;
-    }
-    double wait = o.retry_after_s ? *o.retry_after_s : backoff(retry);
-    if (wait > config_.max_backoff_s) {
-      // A long Retry-After is the provider saying "not now": let the daemon
-      // wait between experiments instead of blocking inside one call.
-      result.message = "provider asks to wait " + std::to_string(static_cast<long>(wait)) +
-                       " s (more than max_backoff_s): " + o.message;
-      return result;
-    }
-    if (!cancel) {
-      sleeper_(wait);
-    } else {
-      // The wait goes in slices, so a stop is seen within a tenth of a second.
-      for (double left = wait; left > 0 && !cancelled(); left -= 0.1) sleeper_(std::min(left, 0.1));
-    }
+    result.text = std::move(o.text);
+    result.usage = o.usage;
+    if (!wait) return result;
+    sleeper_(*wait, cancel);
   }
 }
 

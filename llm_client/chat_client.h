@@ -1,7 +1,11 @@
 // The chat client: one question to the configured provider, asked again with
 // exponential backoff and jitter while the failure is retryable (connection,
-// timeout, 429, 5xx), honouring Retry-After. Every HTTP call, failed or not,
-// is reported to the CallSink with its usage and estimated cost.
+// timeout, 429, 5xx, a broken stream), honouring Retry-After. Every HTTP call,
+// failed or not, is reported to the CallSink with its usage (cached tokens
+// included), estimated cost, retry number and the wait that follows it, and
+// to the log hook as one line when it failed. Before each call the spending
+// caps are checked: a reached cap makes no call and says until when. A set
+// cancel flag ends a call or a wait within 100 ms.
 //
 // The API key is read once from the environment variable the config names
 // and only ever placed in a request header; every message and answer that
@@ -18,12 +22,17 @@
 #include "proposers/call_record.h"
 #include "llm_client/chat_protocol.h"
 #include "llm_client/llm_config.h"
+#include "llm_client/spend_cap.h"
 
 namespace llm {
 
-/// Waits this many seconds. Tests pass one that records instead of sleeping.
-using Sleeper = std::function<void(double seconds)>;
-void sleep_seconds(double seconds);
+/// Waits this many seconds, or less if cancel (may be null) is set. Tests pass
+/// one that records instead of sleeping.
+using Sleeper = std::function<void(double seconds, const std::atomic<bool>* cancel)>;
+void sleep_seconds(double seconds, const std::atomic<bool>* cancel);
+
+/// Receives one line per failed call and retry ("llm call 2 of #14: http_529 ...; retry in 4.1 s").
+using LogLine = std::function<void(const std::string& line)>;
 
 /// The answer to one question, after whatever retries it took.
 struct ChatResult {
@@ -31,7 +40,9 @@ struct ChatResult {
   std::string message;                 ///< one line, empty when ok
   std::string text;                    ///< the answer (partial when truncated)
   int calls = 0;                       ///< HTTP calls made
-  bool ok() const { return error == CallError::kNone; }
+  TokenUsage usage;                    ///< of the last call
+  std::optional<CapReached> capped;    ///< set when a cap stopped the question before a call
+  bool ok() const { return error == CallError::kNone && !capped; }
 };
 
 /// Thrown by the constructor when the key's variable is named but unset.
@@ -44,13 +55,16 @@ class ChatClient {
  public:
   /// sink may be null (calls are then not recorded). jitter_seed fixes the
   /// jitter sequence for tests.
-  ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper = sleep_seconds, uint64_t jitter_seed = 0);
+  /// spent: the tag's spend so far (the caps start from it).
+  ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper = sleep_seconds, uint64_t jitter_seed = 0,
+             Spend spent = {}, LogLine log = {});
 
-  /// Asks; experiment_id and attempt label the call records. cancel, when
-  /// set, ends a call in flight and the waits between retries (kCancelled).
-  /// Safe to call from several threads at once.
+  /// Asks; experiment_id and attempt label the call records. cancel may be
+  /// null. Safe to call from several threads at once.
   ChatResult ask(const Conversation& conversation, long experiment_id, int attempt,
                  const std::atomic<bool>* cancel = nullptr);
+  /// The caps' verdict now, without asking.
+  std::optional<CapReached> cap_reached() const;
 
   const LlmConfig& config() const { return config_; }
   /// s with every occurrence of the API key replaced.
@@ -64,8 +78,10 @@ class ChatClient {
   std::string api_key_;
   CallSink* sink_;
   Sleeper sleeper_;
-  std::mutex rng_mutex_;  ///< asks run on several threads at once
+  mutable std::mutex mutex_;  ///< guards rng_ and cap_: asks run on several threads at once
   std::mt19937_64 rng_;
+  SpendCap cap_;
+  LogLine log_;
 };
 
 }  // namespace llm

@@ -41,6 +41,18 @@ std::string error_message(const std::string& body) {
   return body.empty() ? "(empty body)" : body;
 }
 
+/// A 400 that says the prompt does not fit the model's context (OpenAI
+/// "context_length_exceeded", Anthropic "prompt is too long", vLLM and
+/// llama.cpp "maximum context length", "exceeds the context size").
+bool says_too_long(const std::string& message) {
+  std::string m;
+  for (char c : message) m += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* phrase : {"context length", "context_length", "context window", "context size",
+                             "prompt is too long", "too many tokens", "maximum context"})
+    if (m.find(phrase) != std::string::npos) return true;
+  return false;
+}
+
 bool is_trivially_empty(const std::string& s) {
   for (char c : s)
     if (!std::isspace(static_cast<unsigned char>(c))) return false;
@@ -64,7 +76,8 @@ CallOutcome http_failure(const LlmConfig& config, const HttpResponse& r) {
   long s = r.status;
   o.status = "http_" + std::to_string(s);
   std::string provider_says = error_message(r.body);
-  if (s == 429) o.error = CallError::kRateLimited;
+  if (s == 413 || (s == 400 && says_too_long(provider_says))) o.error = CallError::kContextLength;
+  else if (s == 429) o.error = CallError::kRateLimited;
   else if (s >= 500 || s == 408 || s == 409) o.error = CallError::kServer;
   else if (s == 401 || s == 403) o.error = CallError::kAuth;
   else if (s == 404 || r.body.find("model_not_found") != std::string::npos) o.error = CallError::kBadModel;
@@ -76,6 +89,7 @@ CallOutcome http_failure(const LlmConfig& config, const HttpResponse& r) {
     case CallError::kBadModel: what = "model '" + config.model + "' or base_url " + config.base_url + " not found"; break;
     case CallError::kRateLimited: what = "rate limited"; break;
     case CallError::kServer: what = "server error"; break;
+    case CallError::kContextLength: what = "the request is too long"; break;
     default: what = "request rejected"; break;
   }
   o.message = "HTTP " + std::to_string(s) + " from " + protocol_name(config.protocol) + ": " + what + ": " +
@@ -87,6 +101,108 @@ CallOutcome http_failure(const LlmConfig& config, const HttpResponse& r) {
     if (end != it->second.c_str() && std::isfinite(ms) && ms >= 0) o.retry_after_s = ms / 1000;
   }
   return o;
+}
+
+/// OpenAI's prompt_tokens include the cached ones (prompt_tokens_details).
+void read_openai_usage(const json& u, TokenUsage& usage) {
+  if (!u.is_object()) return;
+  usage.cache_read = u.contains("prompt_tokens_details") ? int_at(u["prompt_tokens_details"], "cached_tokens") : 0;
+  usage.input = int_at(u, "prompt_tokens") - usage.cache_read;
+  usage.output = int_at(u, "completion_tokens");
+}
+
+/// Anthropic's input_tokens exclude the cache's; a stream reports them in
+/// message_start and the output in message_delta, so only present keys count.
+void read_anthropic_usage(const json& u, TokenUsage& usage) {
+  if (!u.is_object()) return;
+  if (u.contains("input_tokens")) usage.input = int_at(u, "input_tokens");
+  if (u.contains("cache_read_input_tokens")) usage.cache_read = int_at(u, "cache_read_input_tokens");
+  if (u.contains("cache_creation_input_tokens")) usage.cache_write = int_at(u, "cache_creation_input_tokens");
+  if (u.contains("output_tokens")) usage.output = int_at(u, "output_tokens");
+}
+
+/// A server-sent event stream's data payloads, in order ("[DONE]" included).
+std::vector<std::string> sse_data(const std::string& body) {
+  std::vector<std::string> out;
+  std::string data;
+  bool has = false;
+  size_t at = 0;
+  while (at < body.size()) {
+    size_t end = body.find('\n', at);
+    bool complete = end != std::string::npos;
+    std::string line = body.substr(at, complete ? end - at : std::string::npos);
+    at = complete ? end + 1 : body.size();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) {
+      if (has) out.push_back(data);
+      data.clear();
+      has = false;
+    } else if (line.rfind("data:", 0) == 0) {
+      if (!complete) break;  // cut in the middle of a line: not an event
+      std::string v = line.substr(5);
+      if (!v.empty() && v[0] == ' ') v.erase(0, 1);
+      data += (has ? "\n" : "") + v;
+      has = true;
+    }
+  }
+  if (has) out.push_back(data);  // a last event without its blank line
+  return out;
+}
+
+bool is_event_stream(const HttpResponse& r) {
+  auto it = r.headers.find("content-type");
+  if (it != r.headers.end() && it->second.find("text/event-stream") != std::string::npos) return true;
+  return r.body.rfind("data:", 0) == 0 || r.body.rfind("event:", 0) == 0;
+}
+
+/// Reads an event stream into text, finish reason and usage. Returns whether
+/// the stream finished (OpenAI: [DONE] or a finish reason; Anthropic:
+/// message_stop); error set for an error event (overloaded mid-stream).
+bool read_stream(const LlmConfig& config, const std::string& body, CallOutcome& o, std::string& finish) {
+  bool done = false;
+  for (const std::string& d : sse_data(body)) {
+    if (d == "[DONE]") {
+      done = true;
+      continue;
+    }
+    json j = json::parse(d, nullptr, false);
+    if (!j.is_object()) continue;
+    if (j.contains("error")) {
+      o.error = CallError::kServer;
+      o.status = "stream_error";
+      o.message = "error event in the stream from " + std::string(protocol_name(config.protocol)) + ": " +
+                  one_line(error_message(d), 240);
+      return true;
+    }
+    if (config.protocol == Protocol::kOpenAI) {
+      if (j.contains("usage") && j["usage"].is_object()) read_openai_usage(j["usage"], o.usage);
+      auto ch = j.find("choices");
+      if (ch == j.end() || !ch->is_array() || ch->empty() || !(*ch)[0].is_object()) continue;
+      const json& c0 = (*ch)[0];
+      if (c0.contains("delta") && c0["delta"].is_object() && c0["delta"].contains("content") &&
+          c0["delta"]["content"].is_string())
+        o.text += c0["delta"]["content"].get<std::string>();
+      if (c0.contains("finish_reason") && c0["finish_reason"].is_string()) {
+        finish = c0["finish_reason"].get<std::string>();
+        done = true;
+      }
+      continue;
+    }
+    std::string type = j.value("type", "");
+    if (type == "message_start" && j.contains("message") && j["message"].is_object() && j["message"].contains("usage"))
+      read_anthropic_usage(j["message"]["usage"], o.usage);
+    else if (type == "content_block_delta" && j.contains("delta") && j["delta"].is_object() &&
+             j["delta"].value("type", "") == "text_delta" && j["delta"].contains("text") && j["delta"]["text"].is_string())
+      o.text += j["delta"]["text"].get<std::string>();
+    else if (type == "message_delta") {
+      if (j.contains("delta") && j["delta"].is_object() && j["delta"].contains("stop_reason") &&
+          j["delta"]["stop_reason"].is_string())
+        finish = j["delta"]["stop_reason"].get<std::string>();
+      if (j.contains("usage")) read_anthropic_usage(j["usage"], o.usage);
+    } else if (type == "message_stop")
+      done = true;
+  }
+  return done;
 }
 
 /// Reads text, finish reason and usage from a 2xx body; false when the body
@@ -106,10 +222,7 @@ bool read_answer(const LlmConfig& config, const json& j, CallOutcome& o, std::st
     const json& msg = c0["message"];
     if (msg.is_object() && msg.contains("content") && msg["content"].is_string()) o.text = msg["content"].get<std::string>();
     if (c0.contains("finish_reason") && c0["finish_reason"].is_string()) finish = c0["finish_reason"].get<std::string>();
-    if (j.contains("usage")) {
-      o.input_tokens = int_at(j["usage"], "prompt_tokens");
-      o.output_tokens = int_at(j["usage"], "completion_tokens");
-    }
+    if (j.contains("usage")) read_openai_usage(j["usage"], o.usage);
     return true;
   }
   auto content = j.find("content");
@@ -122,12 +235,7 @@ bool read_answer(const LlmConfig& config, const json& j, CallOutcome& o, std::st
       o.text += block["text"].get<std::string>();
   }
   if (j.contains("stop_reason") && j["stop_reason"].is_string()) finish = j["stop_reason"].get<std::string>();
-  if (j.contains("usage")) {
-    const json& u = j["usage"];
-    o.input_tokens = int_at(u, "input_tokens") + int_at(u, "cache_creation_input_tokens") +
-                     int_at(u, "cache_read_input_tokens");
-    o.output_tokens = int_at(u, "output_tokens");
-  }
+  if (j.contains("usage")) read_anthropic_usage(j["usage"], o.usage);
   return true;
 }
 
@@ -135,7 +243,7 @@ bool read_answer(const LlmConfig& config, const json& j, CallOutcome& o, std::st
 
 bool is_retryable(CallError e) {
   return e == CallError::kConnect || e == CallError::kTimeout || e == CallError::kNetwork ||
-         e == CallError::kRateLimited || e == CallError::kServer;
+         e == CallError::kRateLimited || e == CallError::kServer || e == CallError::kBrokenStream;
 }
 
 bool is_fatal(CallError e) { return e == CallError::kAuth || e == CallError::kBadModel || e == CallError::kBadRequest; }
@@ -144,7 +252,9 @@ HttpRequest build_request(const LlmConfig& config, const std::string& api_key, c
   HttpRequest r;
   r.connect_timeout_s = config.connect_timeout_s;
   r.total_timeout_s = config.timeout_s;
-  r.headers = {"Content-Type: application/json", "Accept: application/json"};
+  r.idle_timeout_s = config.idle_timeout_s;
+  r.headers = {"Content-Type: application/json",
+               config.stream ? "Accept: text/event-stream" : "Accept: application/json"};
   json body;
   body["model"] = config.model;
   json messages = json::array();
@@ -160,21 +270,65 @@ HttpRequest build_request(const LlmConfig& config, const std::string& api_key, c
     if (!conversation.system.empty()) body["system"] = conversation.system;
     body["max_tokens"] = config.max_output_tokens;
   }
-  for (const auto& m : conversation.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+  for (const auto& m : conversation.messages) {
+    if (config.protocol != Protocol::kAnthropic || m.cache_prefix == 0 || m.cache_prefix >= m.content.size()) {
+      messages.push_back({{"role", m.role}, {"content", m.content}});
+      continue;
+    }
+    // The stable part, then a breakpoint: Anthropic caches everything up to it
+    // (system included) and reads it back while it stays byte for byte the same.
+    json cache_control = {{"type", "ephemeral"}};
+    if (config.cache_ttl != "5m") cache_control["ttl"] = config.cache_ttl;
+    json blocks = json::array();
+    blocks.push_back({{"type", "text"}, {"text", m.content.substr(0, m.cache_prefix)}, {"cache_control", cache_control}});
+    blocks.push_back({{"type", "text"}, {"text", m.content.substr(m.cache_prefix)}});
+    messages.push_back({{"role", m.role}, {"content", std::move(blocks)}});
+  }
   body["messages"] = std::move(messages);
   if (config.temperature) body["temperature"] = *config.temperature;
+  if (config.stream) {
+    body["stream"] = true;
+    if (config.protocol == Protocol::kOpenAI) body["stream_options"] = {{"include_usage", true}};
+  }
   // Replace, not throw, on invalid UTF-8 in a file: the call must still go out.
   r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 
+namespace {
+CallOutcome finish_outcome(const LlmConfig& config, CallOutcome o, const std::string& finish);
+}
+
 CallOutcome parse_response(const LlmConfig& config, const HttpResponse& response) {
-  if (response.transport != HttpResponse::Transport::kOk) return transport_failure(response);
+  if (response.transport != HttpResponse::Transport::kOk) {
+    CallOutcome o = transport_failure(response);
+    // A stream that broke or stalled: keep the text it had sent, for the record.
+    if (response.status >= 200 && response.status < 300 && is_event_stream(response)) {
+      CallOutcome partial;
+      std::string finish;
+      read_stream(config, response.body, partial, finish);
+      o.text = std::move(partial.text);
+      o.usage = partial.usage;
+    }
+    return o;
+  }
   if (response.status < 200 || response.status >= 300) return http_failure(config, response);
 
   CallOutcome o;
-  json j = json::parse(response.body, nullptr, false);
   std::string finish;
+  if (is_event_stream(response)) {
+    bool done = read_stream(config, response.body, o, finish);
+    if (o.error != CallError::kNone) return o;
+    if (!done) {
+      o.error = CallError::kBrokenStream;
+      o.status = "broken_stream";
+      o.message = "the stream from " + std::string(protocol_name(config.protocol)) + " ended before its last event (" +
+                  std::to_string(o.text.size()) + " characters of text received)";
+      return o;
+    }
+    return finish_outcome(config, std::move(o), finish);
+  }
+  json j = json::parse(response.body, nullptr, false);
   if (j.is_discarded() || !read_answer(config, j, o, finish)) {
     o.error = CallError::kBadJson;
     o.status = "bad_json";
@@ -183,6 +337,11 @@ CallOutcome parse_response(const LlmConfig& config, const HttpResponse& response
                 one_line(response.body, 120);
     return o;
   }
+  return finish_outcome(config, std::move(o), finish);
+}
+
+namespace {
+CallOutcome finish_outcome(const LlmConfig& config, CallOutcome o, const std::string& finish) {
   if (finish == "length" || finish == "max_tokens") {
     o.error = CallError::kTruncated;
     o.status = "truncated";
@@ -198,6 +357,14 @@ CallOutcome parse_response(const LlmConfig& config, const HttpResponse& response
   }
   o.status = "ok";
   return o;
+}
+
+}  // namespace
+
+std::string render(const Conversation& conversation) {
+  std::string out = "[system]\n" + conversation.system;
+  for (const auto& m : conversation.messages) out += "\n[" + m.role + "]\n" + m.content;
+  return out;
 }
 
 std::optional<double> parse_retry_after(const std::string& value) {

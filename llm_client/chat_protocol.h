@@ -1,6 +1,8 @@
 // The two wire protocols: OpenAI-compatible Chat Completions and Anthropic
 // Messages. Builds the HTTP request for a conversation and classifies what
-// came back: an answer with its usage, or an error of a named kind.
+// came back: an answer with its usage, or an error of a named kind. Answers
+// come as one JSON body or, with `stream`, as server-sent events; a stream
+// that ends before its last event is a broken stream, its text kept.
 //
 // Pure functions over strings, so tests cover every case without a network.
 #pragma once
@@ -17,6 +19,10 @@ namespace llm {
 struct ChatMessage {
   std::string role;  ///< "user" or "assistant"
   std::string content;
+  /// The first cache_prefix bytes of content are the same from one experiment
+  /// to the next: Anthropic gets a cache_control breakpoint after them (OpenAI
+  /// caches a stable prefix by itself). 0: no breakpoint.
+  size_t cache_prefix = 0;
 };
 
 struct Conversation {
@@ -38,10 +44,12 @@ enum class CallError {
   kEmpty,        ///< 200 with no text in the answer
   kTruncated,    ///< stopped at the output-token limit
   kBadJson,      ///< 200 whose body is not the protocol's JSON
-  kCancelled,    ///< the daemon is stopping: the call was abandoned
+  kBrokenStream, ///< the event stream ended (or broke) before its last event
+  kContextLength,  ///< 413, or the prompt is longer than the model's context
+  kCancelled,    ///< the daemon is stopping
 };
 
-/// Worth calling again after a wait (transport, 429, 5xx).
+/// Worth calling again after a wait (transport, 429, 5xx, a broken stream).
 bool is_retryable(CallError e);
 /// Stops the daemon: no later call can succeed without a config change.
 bool is_fatal(CallError e);
@@ -50,9 +58,8 @@ struct CallOutcome {
   CallError error = CallError::kNone;
   std::string status;   ///< llm_calls.status: ok, http_429, timeout, truncated, ...
   std::string message;  ///< one line, empty when ok
-  std::string text;     ///< the answer's text (also when truncated)
-  long input_tokens = 0;
-  long output_tokens = 0;
+  std::string text;     ///< the answer's text (also when truncated, or the stream broke)
+  TokenUsage usage;
   std::optional<double> retry_after_s;  ///< from a Retry-After header
 };
 
@@ -61,6 +68,9 @@ HttpRequest build_request(const LlmConfig& config, const std::string& api_key, c
 
 /// Classifies a response of the configured protocol.
 CallOutcome parse_response(const LlmConfig& config, const HttpResponse& response);
+
+/// A conversation as one text, for the proposal_attempts table and `show`.
+std::string render(const Conversation& conversation);
 
 /// Seconds from a Retry-After value: delta-seconds or an HTTP date.
 std::optional<double> parse_retry_after(const std::string& value);

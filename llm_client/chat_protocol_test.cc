@@ -80,8 +80,8 @@ TEST(ChatProtocol, OpenAIAnswerAndUsage) {
   EXPECT_EQ(o.error, CallError::kNone);
   EXPECT_EQ(o.status, "ok");
   EXPECT_EQ(o.text, "hello");
-  EXPECT_EQ(o.input_tokens, 12);
-  EXPECT_EQ(o.output_tokens, 3);
+  EXPECT_EQ(o.usage.input, 12);
+  EXPECT_EQ(o.usage.output, 3);
 }
 
 TEST(ChatProtocol, AnthropicAnswerAndUsage) {
@@ -91,8 +91,9 @@ TEST(ChatProtocol, AnthropicAnswerAndUsage) {
       "stop_reason":"end_turn","usage":{"input_tokens":20,"cache_read_input_tokens":5,"output_tokens":4}})"));
   EXPECT_EQ(o.error, CallError::kNone);
   EXPECT_EQ(o.text, "hello");
-  EXPECT_EQ(o.input_tokens, 25);
-  EXPECT_EQ(o.output_tokens, 4);
+  EXPECT_EQ(o.usage.input, 20);
+  EXPECT_EQ(o.usage.cache_read, 5);
+  EXPECT_EQ(o.usage.output, 4);
 }
 
 TEST(ChatProtocol, TruncatedEmptyAndBadJson) {
@@ -163,6 +164,87 @@ TEST(ChatProtocol, RetryAfterForms) {
   EXPECT_EQ(*parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), 0);  // in the past
   EXPECT_FALSE(parse_retry_after("soon").has_value());
   EXPECT_FALSE(parse_retry_after("").has_value());
+}
+
+TEST(ChatProtocol, StreamingRequestAndCacheBreakpoint) {
+  LlmConfig an = config(Protocol::kAnthropic), oa = config(Protocol::kOpenAI);
+  Conversation c{"sys", {{"user", "stable part|dynamic part", 12}}};
+  json b = json::parse(build_request(an, "", c).body);
+  EXPECT_EQ(b["stream"], true);
+  const json& blocks = b["messages"][0]["content"];
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks[0]["text"], "stable part|");
+  EXPECT_EQ(blocks[0]["cache_control"], (json{{"type", "ephemeral"}, {"ttl", "1h"}}));
+  EXPECT_EQ(blocks[1]["text"], "dynamic part");
+  EXPECT_FALSE(blocks[1].contains("cache_control"));
+  // OpenAI caches a stable prefix by itself: one string, usage in the stream.
+  json o = json::parse(build_request(oa, "", c).body);
+  EXPECT_EQ(o["messages"][1]["content"], "stable part|dynamic part");
+  EXPECT_EQ(o["stream_options"]["include_usage"], true);
+  oa.stream = false;
+  EXPECT_FALSE(json::parse(build_request(oa, "", c).body).contains("stream"));
+}
+
+TEST(ChatProtocol, OpenAIStreamWithCachedUsage) {
+  auto o = parse_response(config(Protocol::kOpenAI), ok_body(
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hel\"}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":null}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":7,"
+      "\"prompt_tokens_details\":{\"cached_tokens\":64}}}\n\n"
+      "data: [DONE]\n\n"));
+  EXPECT_EQ(o.error, CallError::kNone) << o.message;
+  EXPECT_EQ(o.text, "hello");
+  EXPECT_EQ(o.usage.input, 36);
+  EXPECT_EQ(o.usage.cache_read, 64);
+  EXPECT_EQ(o.usage.output, 7);
+}
+
+TEST(ChatProtocol, AnthropicStreamWithCacheUsageAndTruncation) {
+  std::string head =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,"
+      "\"cache_creation_input_tokens\":300,\"cache_read_input_tokens\":0,\"output_tokens\":1}}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"hi \"}}\n\n"
+      "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"there\"}}\n\n";
+  auto end = [](const char* reason) {
+    return std::string("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"") +
+           reason + "\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  };
+  LlmConfig an = config(Protocol::kAnthropic);
+  auto o = parse_response(an, ok_body(head + end("end_turn")));
+  EXPECT_EQ(o.error, CallError::kNone) << o.message;
+  EXPECT_EQ(o.text, "hi there");
+  EXPECT_EQ(o.usage.input, 10);
+  EXPECT_EQ(o.usage.cache_write, 300);
+  EXPECT_EQ(o.usage.output, 9);
+  EXPECT_EQ(parse_response(an, ok_body(head + end("max_tokens"))).error, CallError::kTruncated);
+
+  // No message_stop: a broken stream, retryable, its text kept.
+  auto broken = parse_response(an, ok_body(head));
+  EXPECT_EQ(broken.error, CallError::kBrokenStream);
+  EXPECT_EQ(broken.status, "broken_stream");
+  EXPECT_TRUE(is_retryable(broken.error));
+  EXPECT_EQ(broken.text, "hi there");
+  // An error event mid-stream (overloaded) is a server error.
+  auto overloaded = parse_response(an, ok_body(head + "event: error\ndata: {\"type\":\"error\",\"error\":"
+                                                      "{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"));
+  EXPECT_EQ(overloaded.error, CallError::kServer);
+  EXPECT_NE(overloaded.message.find("Overloaded"), std::string::npos);
+}
+
+TEST(ChatProtocol, ContextLengthErrorsAreTheirOwnKind) {
+  LlmConfig oa = config(Protocol::kOpenAI), an = config(Protocol::kAnthropic);
+  EXPECT_EQ(parse_response(oa, ok_body("<html>413 Request Entity Too Large</html>", 413)).error,
+            CallError::kContextLength);
+  EXPECT_EQ(parse_response(oa, ok_body(R"({"error":{"message":"This model's maximum context length is 8192 tokens. However, you requested 9000 tokens","code":"context_length_exceeded"}})", 400)).error,
+            CallError::kContextLength);
+  EXPECT_EQ(parse_response(an, ok_body(R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})", 400)).error,
+            CallError::kContextLength);
+  EXPECT_FALSE(is_fatal(CallError::kContextLength));
+  EXPECT_FALSE(is_retryable(CallError::kContextLength));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ const std::regex kFileStart(R"(^\s*===\s*FILE:\s*(\S+)\s*===\s*$)");
 const std::regex kFileEnd(R"(^\s*===\s*END FILE\s*===\s*$)");
 const std::regex kSearch(R"(^\s*<{5,9}\s*SEARCH\s*$)");
 const std::regex kDivider(R"(^\s*={5,9}\s*$)");
+const std::regex kRead(R"(^\s*[*_`]*READ[*_`]*\s*:\s*`?([^\s`]+)`?(?:\s+(?:lines\s+)?(\d+)\s*-\s*(\d+))?\s*$)");
 const std::regex kReplace(R"(^\s*>{5,9}\s*REPLACE\s*$)");
 
 /// "./x" -> "x": the same file, said the way the editable globs say it.
@@ -93,8 +94,15 @@ ParsedAnswer parse_answer(const std::string& answer) {
   };
 
   std::smatch m;
+  std::vector<ReadRequest> reads;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
+    if (std::regex_match(line, m, kRead)) {
+      ReadRequest r{plain_path(m[1].str())};
+      if (m[2].matched) r.first_line = std::stol(m[2].str()), r.last_line = std::stol(m[3].str());
+      reads.push_back(r);
+      continue;
+    }
     if (out.description.empty() && std::regex_match(line, m, kDescription)) {
       out.description = trim(m[1].str());
       while (!out.description.empty() && (out.description.back() == '*' || out.description.back() == '_'))
@@ -163,13 +171,34 @@ ParsedAnswer parse_answer(const std::string& answer) {
       continue;
     }
   }
+  if (out.edits.empty() && !reads.empty()) {
+    out.reads = std::move(reads);
+    return out;
+  }
   if (out.edits.empty())
     return fail("the answer holds no edit: no SEARCH/REPLACE block, no unified diff and no === FILE: block");
   if (out.description.empty()) return fail("the answer has no 'DESCRIPTION: <one line>' line");
   return out;
 }
 
-std::string edit_format_instructions() {
+std::string edit_format_instructions(int read_rounds, long read_max_bytes) {
+  std::string read;
+  if (read_rounds > 0)
+    read = R"(
+## Reading files first
+
+The prompt shows some files whole and lists the others in a map (path, size, what it is). To see
+files before you edit, answer with only READ lines and no edit, one file per line, optionally with a
+line range:
+
+READ: trainer/model/attention.cuh
+READ: trainer/model/attention.cu 1-200
+
+You get the text and can answer again (with an edit, or more READ lines). You have )" +
+           std::to_string(read_rounds) + " such round" + (read_rounds == 1 ? "" : "s") + " of at most " +
+           std::to_string(read_max_bytes) + R"( bytes each; ask for line ranges
+of large files.
+)";
   return R"(## How to answer
 
 Answer with exactly one experiment: a single idea, small enough to judge by its val_bpb.
@@ -178,7 +207,8 @@ Start with one line that describes it; it becomes the commit message:
 DESCRIPTION: <what you changed and why, one line>
 
 Then give the edit in one or more of these forms. Paths are relative to the repository root and
-must name editable files, which the prompt shows in full.
+must name editable files: the prompt shows them in full or lists them in its map (read a listed
+file before you edit it).
 
 1. SEARCH/REPLACE blocks (best for small changes). The line before each block is the file path.
    The SEARCH part must copy the current lines exactly, with enough context to match ONE place.
@@ -201,7 +231,7 @@ constexpr int DEPTH = 10;  // number of transformer blocks
 Do not touch any file that is not listed as editable, do not create or delete files, and keep the
 program printing its summary block. If an edit fails to apply you will get the exact error and can
 answer again.
-)";
+)" + read;
 }
 
 }  // namespace llm

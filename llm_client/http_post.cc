@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 
@@ -17,8 +18,16 @@ void global_init() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+/// Where the body goes, and when its last byte came (the idle timeout).
+struct BodySink {
+  std::string* body;
+  std::chrono::steady_clock::time_point last_byte;
+};
+
 size_t on_body(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
+  auto* sink = static_cast<BodySink*>(user);
+  sink->body->append(data, size * n);
+  sink->last_byte = std::chrono::steady_clock::now();
   return size * n;
 }
 
@@ -43,17 +52,12 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-/// libcurl calls this about every 100 ms, data or not: a non-zero return
-/// aborts the transfer.
-int on_progress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
-}
-
 HttpResponse perform(const HttpRequest& request, bool post) {
   global_init();
   HttpResponse out;
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) {
+  std::unique_ptr<CURLM, CURLMcode (*)(CURLM*)> multi(curl_multi_init(), curl_multi_cleanup);
+  if (!curl || !multi) {
     out.transport_error = "curl_easy_init failed";
     return out;
   }
@@ -61,6 +65,8 @@ HttpResponse perform(const HttpRequest& request, bool post) {
   for (const auto& h : request.headers) list = curl_slist_append(list, h.c_str());
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(list, curl_slist_free_all);
 
+  auto start = std::chrono::steady_clock::now();
+  BodySink body{&out.body, start};
   char error[CURL_ERROR_SIZE] = {0};
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
@@ -77,24 +83,57 @@ HttpResponse perform(const HttpRequest& request, bool post) {
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: safe in a threaded daemon
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &out.body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &out.headers);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "autoresearchd/0.1");
-  if (request.cancel) {
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, request.cancel);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+
+  // The multi interface waits on the socket at most 100 ms at a time, so the
+  // cancel flag (an atomic with nothing to wait on) and the idle timer are
+  // seen within 100 ms of changing, however quiet the connection is.
+  curl_multi_add_handle(multi.get(), c);
+  CURLcode rc = CURLE_OK;
+  bool cancelled = false, idle = false;
+  for (int running = 1; running;) {
+    if (CURLMcode m = curl_multi_perform(multi.get(), &running); m != CURLM_OK) {
+      rc = CURLE_FAILED_INIT;
+      std::snprintf(error, sizeof error, "curl_multi_perform: %s", curl_multi_strerror(m));
+      break;
+    }
+    if (!running) break;
+    if (request.cancel && request.cancel->load()) {
+      cancelled = true;
+      break;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (request.idle_timeout_s > 0 &&
+        std::chrono::duration<double>(now - body.last_byte).count() > request.idle_timeout_s) {
+      idle = true;
+      break;
+    }
+    curl_multi_poll(multi.get(), nullptr, 0, 100, nullptr);
   }
-
-  auto start = std::chrono::steady_clock::now();
-  CURLcode rc = curl_easy_perform(c);
+  int queued = 0;
+  for (CURLMsg* msg; (msg = curl_multi_info_read(multi.get(), &queued));)  // the transfer's own result
+    if (msg->msg == CURLMSG_DONE) rc = msg->data.result;
+  curl_multi_remove_handle(multi.get(), c);
   out.latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out.status);
 
+  if (cancelled) {
+    out.transport = HttpResponse::Transport::kCancelled;
+    out.transport_error = "cancelled: the daemon is stopping";
+    return out;
+  }
+  if (idle) {
+    out.transport = HttpResponse::Transport::kTimeout;
+    out.transport_error = "no data for " + std::to_string(static_cast<long>(request.idle_timeout_s)) +
+                          " s (idle_timeout_s)" + (out.body.empty() ? "" : " after " + std::to_string(out.body.size()) + " bytes");
+    return out;
+  }
   if (rc == CURLE_OK) {
     out.transport = HttpResponse::Transport::kOk;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out.status);
     return out;
   }
   switch (rc) {
@@ -102,7 +141,6 @@ HttpResponse perform(const HttpRequest& request, bool post) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_CONNECT: out.transport = HttpResponse::Transport::kConnect; break;
-    case CURLE_ABORTED_BY_CALLBACK: out.transport = HttpResponse::Transport::kCancelled; break;
     default: out.transport = HttpResponse::Transport::kOther; break;
   }
   out.transport_error = error[0] ? std::string(error) : std::string(curl_easy_strerror(rc));

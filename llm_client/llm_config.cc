@@ -30,10 +30,13 @@ constexpr double kDay = 86400;
 
 const char* protocol_name(Protocol p) { return p == Protocol::kAnthropic ? "anthropic" : "openai"; }
 
-double LlmConfig::cost(long input_tokens, long output_tokens) const {
+double LlmConfig::cost(const TokenUsage& u) const {
   auto it = prices.find(model);
   if (it == prices.end()) return 0;
-  return (input_tokens * it->second.input_per_mtok + output_tokens * it->second.output_per_mtok) / 1e6;
+  const Price& p = it->second;
+  return (u.input * p.input_per_mtok + u.output * p.output_per_mtok + u.cache_read * p.cached_input_per_mtok +
+          u.cache_write * p.cache_write_per_mtok) /
+         1e6;
 }
 
 LlmConfig parse_llm_config(const toml::table& table) {
@@ -80,6 +83,24 @@ LlmConfig parse_llm_config(const toml::table& table) {
   if (c.max_backoff_s < c.backoff_s) r.fail("max_backoff_s", "must be >= backoff_s (" + show(c.backoff_s) + ")");
   c.max_edit_attempts = static_cast<int>(r.integer("max_edit_attempts", 1, 100).value_or(c.max_edit_attempts));
   c.history_tokens = r.integer("history_tokens", 0, 10000000).value_or(c.history_tokens);
+  c.context_tokens = r.integer("context_tokens", 1000, 100000000).value_or(c.context_tokens);
+  if (c.history_tokens >= c.context_tokens)
+    r.fail("history_tokens", "must be < context_tokens (" + std::to_string(c.context_tokens) + ")");
+  c.max_read_rounds = static_cast<int>(r.integer("max_read_rounds", 0, 20).value_or(c.max_read_rounds));
+  c.read_max_bytes = r.integer("read_max_bytes", 1000, 100000000).value_or(c.read_max_bytes);
+  if (auto v = r.boolean("stream")) c.stream = *v;
+  c.idle_timeout_s = r.num("idle_timeout_s", 0.001, kDay).value_or(c.idle_timeout_s);
+  if (auto v = r.str("cache_ttl")) {
+    if (*v != "5m" && *v != "1h") r.fail("cache_ttl", "must be \"5m\" or \"1h\", got \"" + *v + "\"");
+    c.cache_ttl = *v;
+  }
+  c.max_cost_usd = r.num("max_cost_usd", 0, 1e9);
+  c.max_calls_per_hour = static_cast<int>(r.integer("max_calls_per_hour", 1, 1000000).value_or(c.max_calls_per_hour));
+  if (auto v = r.str("on_cap")) {
+    if (*v == "pause") c.on_cap = OnCap::kPause;
+    else if (*v == "offline") c.on_cap = OnCap::kOffline;
+    else r.fail("on_cap", "must be \"pause\" or \"offline\", got \"" + *v + "\"");
+  }
 
   if (const toml::table* prices = r.table("prices")) {
     for (const auto& [k, v] : *prices) {
@@ -89,10 +110,16 @@ LlmConfig parse_llm_config(const toml::table& table) {
       Price p;
       p.input_per_mtok = pr.num("input", 0, 1e6).value_or(0);
       p.output_per_mtok = pr.num("output", 0, 1e6).value_or(0);
+      // Unpriced cache tokens cost what input does: an estimate never below the bill.
+      p.cached_input_per_mtok = pr.num("cached_input", 0, 1e6).value_or(p.input_per_mtok);
+      p.cache_write_per_mtok = pr.num("cache_write", 0, 1e6).value_or(p.input_per_mtok);
       pr.reject_unknown();
       c.prices[model] = p;
     }
   }
+  if (c.max_cost_usd && !c.prices.count(c.model))
+    r.fail("max_cost_usd", "needs a price for model '" + c.model + "': add [llm.prices." + c.model +
+                               "] with input and output (and cached_input, cache_write)");
   r.reject_unknown();
   return c;
 }

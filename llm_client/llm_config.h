@@ -26,7 +26,21 @@ const char* protocol_name(Protocol p);
 struct Price {
   double input_per_mtok = 0;
   double output_per_mtok = 0;
+  double cached_input_per_mtok = 0;  ///< a cached prefix read (Anthropic 0.1x, OpenAI 0.5x or less)
+  double cache_write_per_mtok = 0;   ///< a prefix written to the cache (Anthropic 1.25x for 5 min, 2x for 1 h)
 };
+
+/// The tokens of one call, as its usage reports them. input excludes the
+/// cached parts: a call's prompt is input + cache_read + cache_write tokens.
+struct TokenUsage {
+  long input = 0;
+  long output = 0;
+  long cache_read = 0;   ///< Anthropic cache_read_input_tokens, OpenAI prompt_tokens_details.cached_tokens
+  long cache_write = 0;  ///< Anthropic cache_creation_input_tokens
+};
+
+/// What happens when a cap is reached: wait for it to lift, or propose offline.
+enum class OnCap { kPause, kOffline };
 
 struct LlmConfig {
   Protocol protocol = Protocol::kOpenAI;
@@ -43,11 +57,21 @@ struct LlmConfig {
   double backoff_s = 2;              ///< the first wait; doubles each retry, with jitter
   double max_backoff_s = 60;         ///< cap on one wait; a longer Retry-After gives up
   int max_edit_attempts = 3;         ///< rounds of asking again after an edit fails
-  long history_tokens = 4000;        ///< budget of the past-experiments table in the prompt
+  long history_tokens = 1000;        ///< budget of the past-experiments table in the prompt
+  long context_tokens = 11500;       ///< the whole request's limit (estimated tokens), every round
+  int max_read_rounds = 2;           ///< READ: rounds per experiment before an edit is required
+  long read_max_bytes = 24000;       ///< file text one READ round may return
+  bool stream = true;                ///< ask for server-sent events
+  double idle_timeout_s = 60;        ///< no byte for this long ends a call (retryable)
+  std::string cache_ttl = "1h";      ///< Anthropic cache_control ttl: "5m" or "1h"
+  std::optional<double> max_cost_usd;  ///< per tag, over every start; needs a price for the model
+  int max_calls_per_hour = 60;       ///< HTTP calls in any 60 minutes
+  OnCap on_cap = OnCap::kPause;
   std::map<std::string, Price> prices;  ///< by model name
 
   /// The estimated cost of a call; 0 for a model with no price.
-  double cost(long input_tokens, long output_tokens) const;
+  double cost(const TokenUsage& usage) const;
+  double cost(long input_tokens, long output_tokens) const { return cost(TokenUsage{input_tokens, output_tokens}); }
 };
 
 /// Parses the [llm] table. Throws ard::ConfigError naming the key.

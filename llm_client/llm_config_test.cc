@@ -100,5 +100,63 @@ TEST(LlmConfig, ErrorsNameTheKey) {
   EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\nprices = 3"), "llm.prices: expected a table");
 }
 
+TEST(LlmConfig, BudgetCacheStreamAndCapKeys) {
+  LlmConfig d = parse_llm_config(parse("provider = 'anthropic'\nmodel = 'm'\n"));
+  EXPECT_EQ(d.context_tokens, 11500);
+  EXPECT_EQ(d.max_calls_per_hour, 60);
+  EXPECT_FALSE(d.max_cost_usd.has_value());
+  EXPECT_EQ(d.on_cap, OnCap::kPause);
+  EXPECT_TRUE(d.stream);
+  EXPECT_EQ(d.cache_ttl, "1h");
+
+  LlmConfig c = parse_llm_config(parse(R"(
+provider = "anthropic"
+model = "m"
+context_tokens = 30000
+history_tokens = 2000
+max_read_rounds = 0
+read_max_bytes = 5000
+stream = false
+idle_timeout_s = 15
+cache_ttl = "5m"
+max_cost_usd = 20
+max_calls_per_hour = 10
+on_cap = "offline"
+[prices.m]
+input = 3.0
+output = 15.0
+cached_input = 0.3
+cache_write = 3.75
+)"));
+  EXPECT_EQ(c.context_tokens, 30000);
+  EXPECT_EQ(c.max_read_rounds, 0);
+  EXPECT_EQ(c.read_max_bytes, 5000);
+  EXPECT_FALSE(c.stream);
+  EXPECT_DOUBLE_EQ(c.idle_timeout_s, 15);
+  EXPECT_EQ(c.cache_ttl, "5m");
+  EXPECT_DOUBLE_EQ(*c.max_cost_usd, 20);
+  EXPECT_EQ(c.max_calls_per_hour, 10);
+  EXPECT_EQ(c.on_cap, OnCap::kOffline);
+  // 1M each of input, output, cached reads and cache writes.
+  EXPECT_DOUBLE_EQ(c.cost(TokenUsage{1000000, 1000000, 1000000, 1000000}), 3.0 + 15.0 + 0.3 + 3.75);
+  // Unpriced cache tokens cost what input does.
+  LlmConfig p = parse_llm_config(parse("provider = 'openai'\nmodel = 'm'\n[prices.m]\ninput = 2\noutput = 8\n"));
+  EXPECT_DOUBLE_EQ(p.cost(TokenUsage{0, 0, 1000000, 0}), 2.0);
+}
+
+TEST(LlmConfig, CostCapNeedsAPriceAndCapErrorsNameTheKey) {
+  EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\nmax_cost_usd = 5"),
+            "llm.max_cost_usd: needs a price for model 'm': add [llm.prices.m] with input and output (and cached_input, "
+            "cache_write)");
+  EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\non_cap = 'stop'"),
+            "llm.on_cap: must be \"pause\" or \"offline\", got \"stop\"");
+  EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\ncache_ttl = '1d'"), "llm.cache_ttl: must be \"5m\" or \"1h\", got \"1d\"");
+  EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\nmax_calls_per_hour = 0"),
+            "llm.max_calls_per_hour: must be in [1, 1000000], got 0");
+  EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\ncontext_tokens = 5000\nhistory_tokens = 6000"),
+            "llm.history_tokens: must be < context_tokens (5000)");
+  EXPECT_EQ(error_of("provider = 'openai'\nmodel='m'\nstream = 1"), "llm.stream: expected true or false");
+}
+
 }  // namespace
 }  // namespace llm

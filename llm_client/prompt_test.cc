@@ -22,7 +22,9 @@ TEST(Prompt, HoldsProgramFilesHistoryAndInstructions) {
   c.program_md = "Make val_bpb low.\n";
   c.files = {{"trainer/train.cu", "constexpr int DEPTH = 8;\n"}, {"trainer/model/a.cuh", "// ```odd```\n"}};
   c.history = {entry(1, 1.0, "kept", "baseline"), entry(2, 1.1, "discarded", "wider")};
-  Conversation conv = build_prompt(c, 1000);
+  LlmConfig cfg;
+  cfg.history_tokens = 1000;
+  Conversation conv = build_prompt(c, cfg).conversation;
   EXPECT_NE(conv.system.find("<<<<<<< SEARCH"), std::string::npos);  // our format, not program.md's
   ASSERT_EQ(conv.messages.size(), 1u);
   const std::string& u = conv.messages[0].content;
@@ -35,13 +37,18 @@ TEST(Prompt, HoldsProgramFilesHistoryAndInstructions) {
 
   std::string r = render(conv);
   EXPECT_EQ(r.rfind("[system]\n", 0), 0u);
-  EXPECT_NE(r.find("\n[user]\n# Research program"), std::string::npos);
+  EXPECT_NE(r.find("\n[user]\n# Editable files"), std::string::npos);
+  // Stable first: files and program.md before the breakpoint, history after.
+  size_t cut = conv.messages[0].cache_prefix;
+  EXPECT_LT(u.find("Make val_bpb low."), cut);
+  EXPECT_LT(u.find("## trainer/train.cu"), cut);
+  EXPECT_GT(u.find("| 2 | 1.100000"), cut);
 }
 
 TEST(Prompt, LastFailureIsExact) {
   ard::ProposalContext c;
   c.last_failure = ard::Failure{"build_fail", "train.cu:3:5: error: 'x' was not declared in this scope"};
-  std::string u = build_prompt(c, 100).messages[0].content;
+  std::string u = build_prompt(c, LlmConfig{}).conversation.messages[0].content;
   EXPECT_NE(u.find("# The last attempt failed (build_fail)"), std::string::npos);
   EXPECT_NE(u.find("```\ntrain.cu:3:5: error: 'x' was not declared in this scope\n```"), std::string::npos);
 }
@@ -69,6 +76,64 @@ TEST(Prompt, HistoryFitsTheBudgetBestFirstThenRecent) {
 TEST(Prompt, RetryMessageCarriesTheError) {
   std::string m = retry_message("edit 2 (diff, a.cu): hunk 1: ...");
   EXPECT_NE(m.find("edit 2 (diff, a.cu): hunk 1: ..."), std::string::npos);
+}
+
+ard::ProposalContext big_tree() {
+  ard::ProposalContext c;
+  c.experiment_id = 9;
+  c.program_md = "Lower val_bpb.\n";
+  c.files = {{"trainer/train.cu", "// The training program.\n" + std::string(20000, 'x') + "\n"},
+             {"trainer/model/small.cuh", "// A small header.\nint f();\n"},
+             {"trainer/model/huge.cuh", "// A huge header.\n" + std::string(60000, 'h') + "\n"},
+             {"trainer/model/kernels.cu", "// Kernels of small.cuh.\n" + std::string(30000, 'k') + "\n"}};
+  for (int i = 1; i <= 300; ++i) c.history.push_back(entry(i, 1.0, "discarded", "idea number " + std::to_string(i)));
+  c.last_failure = ard::Failure{"build_fail", std::string(50000, 'e')};
+  return c;
+}
+
+TEST(Prompt, StaysWithinTheBudgetSurfaceWholeHeadersThatFitTheRestMapped) {
+  ard::ProposalContext c = big_tree();
+  LlmConfig cfg;
+  cfg.context_tokens = 9000;
+  Prompt p = build_prompt(c, cfg);
+  EXPECT_LE(estimate_tokens(render(p.conversation)), 9000);
+  EXPECT_EQ(p.whole, (std::vector<std::string>{"trainer/model/small.cuh", "trainer/train.cu"}));
+  EXPECT_EQ(p.mapped, (std::vector<std::string>{"trainer/model/huge.cuh", "trainer/model/kernels.cu"}));
+  const std::string& u = p.conversation.messages[0].content;
+  EXPECT_NE(u.find("- trainer/model/kernels.cu (30026 bytes): Kernels of small.cuh."), std::string::npos);
+  EXPECT_NE(u.find("characters cut"), std::string::npos);   // the failure, cut to fit
+  EXPECT_NE(u.find("not shown)"), std::string::npos);       // the history, cut to fit
+  EXPECT_EQ(p.shrunk, "");
+  // The stable part does not depend on the history or the failure.
+  ard::ProposalContext later = c;
+  later.history.push_back(entry(301, 0.9, "kept", "better"));
+  later.last_failure.reset();
+  Prompt q = build_prompt(later, cfg);
+  size_t n = p.conversation.messages[0].cache_prefix;
+  EXPECT_EQ(q.conversation.messages[0].cache_prefix, n);
+  EXPECT_EQ(q.conversation.messages[0].content.substr(0, n), u.substr(0, n));
+}
+
+TEST(Prompt, ShrinkLevelsCutHistoryThenHeadersThenEveryFile) {
+  ard::ProposalContext c = big_tree();
+  LlmConfig cfg;
+  cfg.context_tokens = 9000;
+  Prompt one = build_prompt(c, cfg, 1), two = build_prompt(c, cfg, 2), three = build_prompt(c, cfg, 3);
+  EXPECT_LE(estimate_tokens(render(one.conversation)), context_limit(cfg, 1));
+  EXPECT_NE(one.shrunk.find("history 250 tokens"), std::string::npos) << one.shrunk;
+  EXPECT_EQ(two.whole, (std::vector<std::string>{"trainer/train.cu"}));
+  EXPECT_NE(two.shrunk.find("headers in the map"), std::string::npos);
+  EXPECT_TRUE(three.whole.empty());
+  EXPECT_EQ(three.mapped.size(), 4u);
+  EXPECT_LE(estimate_tokens(render(three.conversation)), context_limit(cfg, 3));
+}
+
+TEST(Prompt, ReadReplyGivesFilesAndRangesWithinItsLimit) {
+  std::vector<ard::EditableFile> files = {{"a.cu", "one\ntwo\nthree\nfour\n"}, {"big.cu", std::string(5000, 'b')}};
+  std::string r = read_reply({{"a.cu", 2, 3}, {"nope.cu"}, {"big.cu"}}, files, 1000);
+  EXPECT_NE(r.find("## a.cu lines 2-3 of 4\n\n```\ntwo\nthree\n```"), std::string::npos);
+  EXPECT_NE(r.find("## nope.cu\n\nNot an editable file"), std::string::npos);
+  EXPECT_NE(r.find("## big.cu\n\nNot shown: 5000 bytes"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace llm {
 
@@ -16,15 +17,34 @@ struct CallRecord {
   double latency_s = 0;
   long input_tokens = 0;    ///< from the response's usage, 0 if absent
   long output_tokens = 0;
+  long cache_read_tokens = 0;   ///< prompt tokens read from the provider's cache (not in input_tokens)
+  long cache_write_tokens = 0;  ///< prompt tokens written to it (Anthropic; not in input_tokens)
   std::string status;       ///< ok, http_429, http_500, timeout, connect_error, truncated, empty, bad_json, ...
   double cost_usd = 0;      ///< estimated from the config's price table
   std::string error;        ///< one line, empty when status is ok
+  /// What was sent: the conversation as text, stored with the call whether or
+  /// not it succeeded (empty when it repeats the previous call's request).
+  std::string request;
+  std::string response;     ///< the answer's text, partial when the stream broke
+  /// Retry number (0 for the first call of a question) and the wait before
+  /// the next call, 0 when there is none.
+  int retry = 0;
+  double wait_s = 0;
+};
+
+/// What one tag has spent over every start, read when the proposer is built,
+/// so that caps hold across restarts.
+struct Spend {
+  double cost_usd = 0;
+  std::vector<double> call_times;  ///< Unix seconds of the calls of the last hour
 };
 
 class CallSink {
  public:
   virtual ~CallSink() = default;
   virtual void record(const CallRecord& call) = 0;
+  /// The spend of a tag so far; a sink that stores nothing has none.
+  virtual Spend spend(const std::string& tag) { return {}; }
 };
 
 }  // namespace llm

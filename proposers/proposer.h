@@ -77,10 +77,17 @@ struct ProposalError {
     kUnavailable,  ///< provider down or rate limited: wait and ask again later
     kFatal,        ///< bad key, bad model, bad config: the daemon must stop
     kBadEdit,      ///< every attempt gave an edit that does not apply
+    /// A spending cap is reached ("LLM cost cap $5.00 reached"): ask no
+    /// earlier than retry_at; the daemon shows "paused: <message>" meanwhile.
+    kPaused,
   };
   Kind kind = Kind::kFatal;
   std::string message;  ///< one line, names the cause; never holds a secret
   std::vector<ProposalAttempt> attempts;
+  /// kPaused only: Unix seconds when asking again may succeed (the hour's
+  /// oldest call drops out); infinity for a cost cap, which lifts only when
+  /// the config changes.
+  double retry_at = 0;
 };
 
 /// Either a proposal or the reason there is none.

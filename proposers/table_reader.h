@@ -40,6 +40,13 @@ class TableReader {
     return n->as_string()->get();
   }
 
+  std::optional<bool> boolean(const std::string& key) {
+    const toml::node* n = find(key);
+    if (!n) return std::nullopt;
+    if (!n->is_boolean()) fail(key, "expected true or false");
+    return n->as_boolean()->get();
+  }
+
   std::optional<double> num(const std::string& key, double lo, double hi) {
     const toml::node* n = find(key);
     if (!n) return std::nullopt;

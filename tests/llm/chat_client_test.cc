@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
+#include <cmath>
+#include <thread>
+
 #include "testing/test_util.h"
 #include "fake_llm_server.h"
 
@@ -44,9 +48,10 @@ class ChatClientTest : public ::testing::TestWithParam<Protocol> {
     return c;
   }
 
-  ChatClient client(const testing::FakeLlmServer& server, LlmConfig c = {}) {
+  ChatClient client(const testing::FakeLlmServer& server, LlmConfig c = {}, Spend spent = {}) {
     if (c.model.empty()) c = config(server);
-    return ChatClient(c, &sink_, [this](double s) { waits_.push_back(s); }, 42);
+    return ChatClient(c, &sink_, [this](double s, const std::atomic<bool>*) { waits_.push_back(s); }, 42, spent,
+                      [this](const std::string& line) { log_.push_back(line); });
   }
 
   Conversation question() const { return {"system text", {{"user", "propose something"}}}; }
@@ -54,6 +59,7 @@ class ChatClientTest : public ::testing::TestWithParam<Protocol> {
   ard::testing::TempDir dir_;
   RecordingSink sink_;
   std::vector<double> waits_;
+  std::vector<std::string> log_;
 };
 
 TEST_P(ChatClientTest, AnswerUsageCostAndHeaders) {
@@ -208,7 +214,7 @@ TEST_P(ChatClientTest, NothingListeningIsAConnectError) {
   cfg.base_url = "http://127.0.0.1:9";  // discard port: nothing listens
   cfg.api_key_env = "";
   cfg.retries = 1;
-  ChatClient c(cfg, &sink_, [this](double s) { waits_.push_back(s); });
+  ChatClient c(cfg, &sink_, [this](double s, const std::atomic<bool>*) { waits_.push_back(s); });
   ChatResult r = c.ask(question(), 1, 1);
   EXPECT_EQ(r.error, CallError::kConnect);
   EXPECT_EQ(r.calls, 2);
@@ -222,6 +228,125 @@ TEST_P(ChatClientTest, UnsetKeyVariableIsAnError) {
   cfg.api_key_env = "ARD_TEST_NO_SUCH_KEY";
   unsetenv("ARD_TEST_NO_SUCH_KEY");
   EXPECT_THROW(ChatClient(cfg, nullptr), MissingKeyError);
+}
+
+TEST_P(ChatClientTest, StreamedAnswerWithCachedUsageIsPriced) {
+  testing::FakeLlmServer server(json::array({{{"answer", "DESCRIPTION: streamed in pieces"}, {"cached", 8},
+                                              {"cache_write", anthropic() ? 4 : 0}}}),
+                                kKey, dir_.path());
+  LlmConfig cfg = config(server);
+  cfg.prices["test-model"] = {2.0, 10.0, 0.2, 2.5};
+  ChatClient c = client(server, cfg);
+  ChatResult r = c.ask(question(), 1, 1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.text, "DESCRIPTION: streamed in pieces");
+  EXPECT_EQ(server.requests()[0]["body"]["stream"], true);
+  ASSERT_EQ(sink_.calls.size(), 1u);
+  const CallRecord& rec = sink_.calls[0];
+  EXPECT_EQ(rec.cache_read_tokens, 8);
+  EXPECT_EQ(rec.cache_write_tokens, anthropic() ? 4 : 0);
+  EXPECT_GT(rec.input_tokens, 0);
+  EXPECT_DOUBLE_EQ(rec.cost_usd, (rec.input_tokens * 2.0 + rec.output_tokens * 10.0 + 8 * 0.2 +
+                                  rec.cache_write_tokens * 2.5) / 1e6);
+}
+
+TEST_P(ChatClientTest, BrokenStreamIsRetriedItsPartialTextRecordedAndLogged) {
+  testing::FakeLlmServer server(
+      json::array({{{"answer", "DESCRIPTION: this one breaks"}, {"break_after", 2}}, {{"answer", "DESCRIPTION: ok"}}}),
+      kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 5, 1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.text, "DESCRIPTION: ok");
+  ASSERT_EQ(sink_.calls.size(), 2u);
+  EXPECT_EQ(sink_.calls[0].status, "broken_stream");
+  EXPECT_EQ(sink_.calls[0].response, "DESCRIPTION: thi");  // two events of 8 characters
+  EXPECT_EQ(sink_.calls[0].retry, 0);
+  ASSERT_EQ(waits_.size(), 1u);
+  EXPECT_DOUBLE_EQ(sink_.calls[0].wait_s, waits_[0]);
+  EXPECT_EQ(sink_.calls[1].retry, 1);
+  EXPECT_EQ(sink_.calls[1].response, "");
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_NE(log_[0].find("#5"), std::string::npos);
+  EXPECT_NE(log_[0].find("ended before its last event"), std::string::npos);
+  EXPECT_NE(log_[0].find("retry in"), std::string::npos);
+}
+
+TEST_P(ChatClientTest, StalledStreamEndsAtTheIdleTimeoutAndIsRetried) {
+  testing::FakeLlmServer server(
+      json::array({{{"answer", "DESCRIPTION: stalls"}, {"stall_after", 1}, {"stall_s", 20}}, {{"answer", "fine"}}}),
+      kKey, dir_.path());
+  LlmConfig cfg = config(server);
+  cfg.idle_timeout_s = 0.5;
+  cfg.timeout_s = 30;
+  ChatClient c = client(server, cfg);
+  ChatResult r = c.ask(question(), 1, 1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  ASSERT_EQ(sink_.calls.size(), 2u);
+  EXPECT_EQ(sink_.calls[0].status, "timeout");
+  EXPECT_NE(sink_.calls[0].error.find("idle_timeout_s"), std::string::npos) << sink_.calls[0].error;
+  EXPECT_EQ(sink_.calls[0].response, "DESCRIPT");
+  EXPECT_LT(sink_.calls[0].latency_s, 10);  // the idle timeout, not the stall or the total timeout
+}
+
+TEST_P(ChatClientTest, CancelEndsACallInFlight) {
+  testing::FakeLlmServer server(json::array({{{"answer", "DESCRIPTION: stalls"}, {"stall_after", 1}, {"stall_s", 30}}}),
+                                kKey, dir_.path());
+  LlmConfig cfg = config(server);
+  cfg.timeout_s = 60;
+  cfg.idle_timeout_s = 60;
+  ChatClient c = client(server, cfg);
+  std::atomic<bool> cancel{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel = true;
+  });
+  auto start = std::chrono::steady_clock::now();
+  ChatResult r = c.ask(question(), 1, 1, &cancel);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stopper.join();
+  EXPECT_EQ(r.error, CallError::kCancelled);
+  EXPECT_NE(r.message.find("cancelled"), std::string::npos);
+  EXPECT_LT(took, 5);  // the stream stalls for 30 s: only the flag ends it this soon
+  EXPECT_TRUE(waits_.empty());
+  ASSERT_EQ(sink_.calls.size(), 1u);
+  EXPECT_EQ(sink_.calls[0].status, "cancelled");
+}
+
+TEST_P(ChatClientTest, CallsPerHourCapStopsRetries) {
+  testing::FakeLlmServer server(json::array({{{"status", 500}}, {{"status", 500}}, {{"answer", "never"}}}), kKey,
+                                dir_.path());
+  LlmConfig cfg = config(server);
+  cfg.max_calls_per_hour = 2;
+  ChatClient c = client(server, cfg);
+  double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_FALSE(r.ok());
+  ASSERT_TRUE(r.capped.has_value());
+  EXPECT_EQ(r.capped->reason, "LLM call cap 2/hour reached");
+  EXPECT_GE(r.capped->retry_at, before + 3600);
+  EXPECT_LT(r.capped->retry_at, before + 3700);
+  EXPECT_EQ(server.requests().size(), 2u);
+}
+
+TEST_P(ChatClientTest, CostCapCountsThePastSpendAndEveryCall) {
+  testing::FakeLlmServer server(json::array({{{"answer", "one"}}, {{"answer", "two"}}}), kKey, dir_.path());
+  LlmConfig cfg = config(server);
+  cfg.max_cost_usd = 0.5;
+  cfg.prices["test-model"] = {200000.0, 10.0};  // one call costs more than the cap
+  {
+    ChatClient spent_before = client(server, cfg, Spend{0.75, {}});
+    ChatResult r = spent_before.ask(question(), 1, 1);
+    ASSERT_TRUE(r.capped.has_value());
+    EXPECT_EQ(r.capped->reason, "LLM cost cap $0.50 reached");
+    EXPECT_TRUE(std::isinf(r.capped->retry_at));
+    EXPECT_TRUE(server.requests().empty());
+  }
+  ChatClient c = client(server, cfg, Spend{0.1, {}});
+  EXPECT_TRUE(c.ask(question(), 1, 1).ok());
+  ChatResult second = c.ask(question(), 2, 1);
+  ASSERT_TRUE(second.capped.has_value());
+  EXPECT_EQ(server.requests().size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothProtocols, ChatClientTest, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),

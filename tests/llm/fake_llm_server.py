@@ -13,6 +13,17 @@ messages), and answers each accepted request with the next step of a script:
   {"status": 401, "echo_key": true}        ... whose message quotes the key it was sent
   {"answer": "x {key}", "echo_key": true}  an answer quoting the key it was sent
   {"hang_s": 5}                            sleeps, then answers (after the client gave up)
+  {"status": 413}                          413 Request Entity Too Large (a proxy's body limit)
+  {"answer": "x", "cached": 900, "cache_write": 50}
+                                           usage reports prompt tokens read from / written to the cache
+  {"answer": "x", "break_after": 2}        streams 2 text events, then closes: a broken stream
+  {"answer": "x", "stall_after": 1, "stall_s": 30}
+                                           streams 1 text event, then sends nothing for 30 s
+
+A request with "stream": true is answered with server-sent events the way
+each service sends them (OpenAI chat.completion.chunk with a usage chunk and
+[DONE]; Anthropic message_start, content_block_delta, message_delta,
+message_stop); the answer's text comes in pieces of 8 characters.
 
 Usage fields are filled in (input from the request's length, output from the
 answer's). GET /v1/models lists one model (the key checked, not logged).
@@ -81,6 +92,66 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
+
+    def stream(self, anthropic, step, index, model, text, usage_in, usage_out, cached, cache_write, headers):
+        """Server-sent events, the connection closed at the end (no length)."""
+        self.close_connection = True
+        truncated = step.get("truncated")
+        pieces = [text[i:i + 8] for i in range(0, len(text), 8)]
+        events = []
+        if anthropic:
+            def ev(kind, data):
+                return "event: %s\ndata: %s\n\n" % (kind, json.dumps(data))
+            head = [ev("message_start", {"type": "message_start", "message": {
+                "id": "msg_%d" % index, "type": "message", "role": "assistant", "model": model, "content": [],
+                "usage": {"input_tokens": usage_in - cached - cache_write, "output_tokens": 1,
+                          "cache_read_input_tokens": cached, "cache_creation_input_tokens": cache_write}}}),
+                    ev("content_block_start", {"type": "content_block_start", "index": 0,
+                                               "content_block": {"type": "text", "text": ""}})]
+            body = [ev("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "text_delta", "text": p}}) for p in pieces]
+            tail = [ev("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    ev("message_delta", {"type": "message_delta",
+                                         "delta": {"stop_reason": "max_tokens" if truncated else "end_turn"},
+                                         "usage": {"output_tokens": usage_out}}),
+                    ev("message_stop", {"type": "message_stop"})]
+        else:
+            def chunk(delta, finish=None, usage=None):
+                d = {"id": "chatcmpl-%d" % index, "object": "chat.completion.chunk", "model": model,
+                     "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                if usage:
+                    d["usage"] = usage
+                return "data: %s\n\n" % json.dumps(d)
+            head = [chunk({"role": "assistant", "content": ""})]
+            body = [chunk({"content": p}) for p in pieces]
+            tail = [chunk({}, "length" if truncated else "stop"),
+                    chunk(None, usage={"prompt_tokens": usage_in, "completion_tokens": usage_out,
+                                       "total_tokens": usage_in + usage_out,
+                                       "prompt_tokens_details": {"cached_tokens": cached}}),
+                    "data: [DONE]\n\n"]
+        events = head + body + tail
+        cut = None
+        if "break_after" in step:
+            cut = len(head) + step["break_after"]
+        if "stall_after" in step:
+            cut = len(head) + step["stall_after"]
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            for i, e in enumerate(events):
+                if cut is not None and i == cut:
+                    if "stall_after" in step:
+                        time.sleep(step.get("stall_s", 30))
+                    return  # a broken stream: closed before its last event
+                self.wfile.write(e.encode())
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def do_GET(self):
         """The model list (GET /v1/models, both protocols): what a health check asks.
@@ -153,18 +224,24 @@ class Handler(BaseHTTPRequestHandler):
             text = text.replace("{key}", sent_key)
         prompt = json.dumps(body["messages"]) + json.dumps(body.get("system", ""))
         usage_in, usage_out = tokens(prompt), tokens(text) if text else 0
+        cached, cache_write = step.get("cached", 0), step.get("cache_write", 0)
+        if body.get("stream"):
+            return self.stream(anthropic, step, index, body["model"], text, usage_in, usage_out, cached,
+                               cache_write, headers_out)
         if anthropic:
             out = {"id": "msg_%d" % index, "type": "message", "role": "assistant", "model": body["model"],
                    "content": [{"type": "text", "text": text}] if text else [],
                    "stop_reason": "max_tokens" if step.get("truncated") else "end_turn", "stop_sequence": None,
-                   "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
+                   "usage": {"input_tokens": usage_in - cached - cache_write, "output_tokens": usage_out,
+                             "cache_read_input_tokens": cached, "cache_creation_input_tokens": cache_write}}
         else:
             out = {"id": "chatcmpl-%d" % index, "object": "chat.completion", "created": int(time.time()),
                    "model": body["model"],
                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text if text else None},
                                 "logprobs": None, "finish_reason": "length" if step.get("truncated") else "stop"}],
                    "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                             "total_tokens": usage_in + usage_out}}
+                             "total_tokens": usage_in + usage_out,
+                             "prompt_tokens_details": {"cached_tokens": cached}}}
         self.send(200, out, headers_out)
 
 

@@ -7,6 +7,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
+#include <thread>
+
+#include "proposers/offline_proposer.h"
+#include "llm_client/prompt.h"
+
 #include "proposers/editable.h"
 #include "testing/test_util.h"
 #include "fake_llm_server.h"
@@ -29,6 +35,18 @@ class LlmProposerTest : public ::testing::TestWithParam<Protocol> {
   void SetUp() override { setenv("ARD_TEST_PROPOSER_KEY", kKey, 1); }
 
   std::unique_ptr<LlmProposer> proposer(const testing::FakeLlmServer& server, int attempts = 3) {
+    return proposer(config(server, attempts));
+  }
+
+  std::unique_ptr<LlmProposer> proposer(LlmConfig c, Spend spent = {}, std::unique_ptr<ard::Proposer> on_cap = nullptr) {
+    PathPolicy policy = [p = ard::EditablePaths({"trainer/train.cu", "trainer/model/**"})](const std::string& path) {
+      return p.check_write(path);
+    };
+    return std::make_unique<LlmProposer>(c, policy, &sink_, [](double, const std::atomic<bool>*) {}, spent,
+                                         std::move(on_cap));
+  }
+
+  LlmConfig config(const testing::FakeLlmServer& server, int attempts = 3) const {
     LlmConfig c;
     c.protocol = GetParam();
     c.model = "m";
@@ -37,10 +55,29 @@ class LlmProposerTest : public ::testing::TestWithParam<Protocol> {
     c.retries = 1;
     c.backoff_s = 0;
     c.max_edit_attempts = attempts;
-    PathPolicy policy = [p = ard::EditablePaths({"trainer/train.cu", "trainer/model/**"})](const std::string& path) {
-      return p.check_write(path);
+    return c;
+  }
+
+  /// A tree larger than a small budget: a header, a big kernel file, a long history.
+  ard::ProposalContext big_context() const {
+    ard::ProposalContext c = context();
+    c.files.push_back({"trainer/model/k.cuh", "// Kernel declarations.\nvoid k();\n"});
+    c.files.push_back({"trainer/model/k.cu", "// Kernels of k.cuh.\nvoid k() {}\n" + std::string(40000, '/') + "\n"});
+    for (int i = 2; i <= 400; ++i) c.history.push_back({i, "c" + std::to_string(i), "idea " + std::to_string(i), 1.3, "discarded"});
+    return c;
+  }
+
+  /// Estimated tokens of the text a request sent (system and messages).
+  static long sent_tokens(const json& request) {
+    std::string text;
+    const json& b = request["body"];
+    auto add = [&](const json& content) {
+      if (content.is_string()) text += content.get<std::string>();
+      else for (const json& block : content) text += block.value("text", "");
     };
-    return std::make_unique<LlmProposer>(c, policy, &sink_, [](double) {});
+    if (b.contains("system")) add(b["system"]);
+    for (const json& m : b["messages"]) add(m["content"]);
+    return estimate_tokens(text);
   }
 
   ard::ProposalContext context() const {
@@ -54,7 +91,13 @@ class LlmProposerTest : public ::testing::TestWithParam<Protocol> {
   }
 
   /// The text of the last user message of request i.
-  static std::string last_user(const json& request) { return request["body"]["messages"].back()["content"]; }
+  static std::string last_user(const json& request) {
+    const json& content = request["body"]["messages"].back()["content"];
+    if (content.is_string()) return content;
+    std::string text;
+    for (const json& block : content) text += block.value("text", "");
+    return text;
+  }
 
   ard::testing::TempDir dir_;
   NullSink sink_;
@@ -147,7 +190,7 @@ TEST_P(LlmProposerTest, ProviderDownIsUnavailable) {
   EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kUnavailable);
   EXPECT_EQ(r.error->attempts.size(), 1u);
   EXPECT_NE(r.error->message.find("gave up after 2 calls"), std::string::npos);
-  EXPECT_EQ(r.error->attempts[0].prompt, "");  // not stored again while the provider is down
+  EXPECT_EQ(r.error->attempts[0].prompt.rfind("[system]\n", 0), 0u);  // what was sent, though nothing came back
   EXPECT_EQ(r.error->attempts[0].error, r.error->message);
   EXPECT_EQ(sink_.calls, 2);
 }
@@ -159,6 +202,125 @@ TEST_P(LlmProposerTest, RefusedKeyIsFatal) {
   EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kFatal);
   EXPECT_NE(r.error->message.find("HTTP 401"), std::string::npos);
   EXPECT_EQ(r.error->message.find(kKey), std::string::npos);
+}
+
+TEST_P(LlmProposerTest, RequestStaysWithinContextTokens) {
+  testing::FakeLlmServer server(json::array({{{"answer", kGood}}}), kKey, dir_.path());
+  LlmConfig c = config(server);
+  c.context_tokens = 4000;
+  ard::ProposalResult r = proposer(c)->propose(big_context());
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_LE(sent_tokens(reqs[0]), 4000);
+  std::string u = last_user(reqs[0]);
+  EXPECT_NE(u.find("## trainer/model/k.cuh"), std::string::npos);                 // a header, whole
+  EXPECT_NE(u.find("- trainer/model/k.cu (40034 bytes): Kernels of k.cuh."), std::string::npos);  // mapped
+  EXPECT_EQ(u.find(std::string(1000, '/')), std::string::npos);
+  if (GetParam() == Protocol::kAnthropic)  // a cache breakpoint after the stable part
+    EXPECT_TRUE(reqs[0]["body"]["messages"][0]["content"][0].contains("cache_control"));
+}
+
+TEST_P(LlmProposerTest, TooLongRequestsShrinkAndSayWhatWasDropped) {
+  for (json refusal : {json{{"status", 413}},
+                       json{{"status", 400}, {"message", "This model's maximum context length is 4096 tokens"}}}) {
+    ard::testing::TempDir dir;
+    testing::FakeLlmServer server(json::array({refusal, {{"answer", kGood}}}), kKey, dir.path());
+    LlmConfig c = config(server);
+    c.context_tokens = 8000;
+    ard::ProposalResult r = proposer(c)->propose(big_context());
+    ASSERT_TRUE(r.ok()) << r.error->message;
+    const auto& attempts = r.proposal->attempts;
+    ASSERT_EQ(attempts.size(), 2u);
+    EXPECT_NE(attempts[0].error.find("too long"), std::string::npos) << attempts[0].error;
+    EXPECT_NE(attempts[0].prompt.find("[system]"), std::string::npos);  // what was sent, though it failed
+    EXPECT_EQ(attempts[1].prompt.rfind("[shrunk to 6000 tokens: history 250 tokens", 0), 0u) << attempts[1].prompt.substr(0, 200);
+    auto reqs = server.requests();
+    ASSERT_EQ(reqs.size(), 2u);
+    EXPECT_LT(sent_tokens(reqs[1]), sent_tokens(reqs[0]));
+    EXPECT_LE(sent_tokens(reqs[1]), 6000);
+  }
+}
+
+TEST_P(LlmProposerTest, ReadRoundsGiveFilesAndAreBounded) {
+  testing::FakeLlmServer server(
+      json::array({{{"answer", "Let me look first.\nREAD: trainer/model/k.cu 1-2\nREAD: trainer/model/k.cuh"}},
+                   {{"answer", "READ: trainer/train.cu"}},
+                   {{"answer", kGood}}}),
+      kKey, dir_.path());
+  LlmConfig c = config(server);
+  c.max_read_rounds = 1;
+  ard::ProposalResult r = proposer(c)->propose(big_context());
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  const auto& attempts = r.proposal->attempts;
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(attempts[0].error, "");
+  EXPECT_NE(attempts[1].prompt.find("## trainer/model/k.cu lines 1-2 of 3"), std::string::npos);
+  EXPECT_NE(attempts[1].prompt.find("void k() {}"), std::string::npos);
+  EXPECT_NE(attempts[1].error.find("no READ rounds left"), std::string::npos);
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_NE(last_user(reqs[1]).find("// Kernel declarations."), std::string::npos);
+  EXPECT_NE(last_user(reqs[2]).find("no READ rounds left (1 used)"), std::string::npos);
+  EXPECT_NE(reqs[0]["body"].dump().find("READ: trainer/model/attention.cuh"), std::string::npos);  // documented
+}
+
+TEST_P(LlmProposerTest, CostCapPausesOrFallsBackToOffline) {
+  testing::FakeLlmServer server(json::array({{{"answer", kGood}}}), kKey, dir_.path());
+  LlmConfig c = config(server);
+  c.max_cost_usd = 0.5;
+  c.prices["m"] = {3.0, 15.0};
+  ard::ProposalResult paused = proposer(c, Spend{0.5, {}})->propose(context());
+  ASSERT_FALSE(paused.ok());
+  EXPECT_EQ(paused.error->kind, ard::ProposalError::Kind::kPaused);
+  EXPECT_EQ(paused.error->message, "LLM cost cap $0.50 reached");
+  EXPECT_TRUE(std::isinf(paused.error->retry_at));
+
+  auto offline = std::make_unique<ard::OfflineProposer>(ard::OfflineConfig{});
+  ard::ProposalResult fallback = proposer(c, Spend{0.5, {}}, std::move(offline))->propose(context());
+  ASSERT_TRUE(fallback.ok()) << fallback.error->message;
+  EXPECT_EQ(fallback.proposal->description.rfind("offline:", 0), 0u) << fallback.proposal->description;
+  EXPECT_NE(fallback.proposal->attempts[0].error.find("LLM cost cap $0.50 reached; proposed by offline"),
+            std::string::npos);
+  EXPECT_TRUE(server.requests().empty());
+}
+
+TEST_P(LlmProposerTest, CallCapPausesUntilTheHourHasRoom) {
+  testing::FakeLlmServer server(json::array({{{"answer", "no edit here"}}, {{"answer", kGood}}}), kKey, dir_.path());
+  LlmConfig c = config(server);
+  c.max_calls_per_hour = 1;
+  ard::ProposalResult r = proposer(c)->propose(context());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kPaused);
+  EXPECT_EQ(r.error->message, "LLM call cap 1/hour reached");
+  EXPECT_GT(r.error->retry_at, 0);
+  EXPECT_FALSE(std::isinf(r.error->retry_at));
+  ASSERT_EQ(r.error->attempts.size(), 2u);  // the bad answer, then the round the cap stopped
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
+TEST_P(LlmProposerTest, StopMidStreamIsUnavailableAndKeepsWhatWasSent) {
+  testing::FakeLlmServer server(json::array({{{"answer", kGood}, {"stall_after", 1}, {"stall_s", 30}}}), kKey,
+                                dir_.path());
+  LlmConfig c = config(server);
+  c.timeout_s = 60;
+  std::atomic<bool> cancel{false};
+  ard::ProposalContext ctx = context();
+  ctx.cancel = &cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel = true;
+  });
+  auto start = std::chrono::steady_clock::now();
+  ard::ProposalResult r = proposer(c)->propose(ctx);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stopper.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kUnavailable);
+  EXPECT_NE(r.error->message.find("cancelled"), std::string::npos);
+  EXPECT_LT(took, 5);  // the stream stalls for 30 s
+  ASSERT_EQ(r.error->attempts.size(), 1u);
+  EXPECT_NE(r.error->attempts[0].prompt.find("[system]"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothProtocols, LlmProposerTest, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),

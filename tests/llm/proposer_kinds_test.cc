@@ -48,5 +48,35 @@ TEST(ProposerKinds, LlmFromItsTable) {
   EXPECT_EQ(error_of("[proposer]\nkind = 'llm'\n", dir.path()), "proposer.kind: \"llm\" needs an [llm] table");
 }
 
+TEST(ProposerKinds, CostCapStartsFromTheTagsSpendAndCanFallBackOffline) {
+  testing::TempDir dir;
+  setenv("ARD_KINDS_TEST_KEY", "k", 1);
+  struct SpentSink : llm::CallSink {
+    std::string asked;
+    void record(const llm::CallRecord&) override {}
+    llm::Spend spend(const std::string& tag) override {
+      asked = tag;
+      return {2.0, {}};
+    }
+  } sink;
+  const std::string llm = "tag = 'night'\n[llm]\nprovider = 'openai'\nmodel = 'm'\napi_key_env = 'ARD_KINDS_TEST_KEY'\n"
+                          "base_url = 'http://127.0.0.1:9'\nmax_cost_usd = 1.5\n";
+  // Without a price the cap cannot be enforced: refused at start.
+  EXPECT_THAT(error_of(llm, dir.path()), HasSubstr("llm.max_cost_usd: needs a price for model 'm'"));
+  const std::string priced = "[llm.prices.m]\ninput = 1\noutput = 2\n";
+
+  ProposalContext context;
+  context.files = {{"trainer/train.cu", "constexpr float LR = 0.04f;  // lr\nint main() {}\n"}};
+  auto paused = make_proposer(parse_config(llm + priced, dir.path()), sink)->propose(context);
+  EXPECT_EQ(sink.asked, "night");
+  ASSERT_FALSE(paused.ok());
+  EXPECT_EQ(paused.error->kind, ProposalError::Kind::kPaused);
+  EXPECT_EQ(paused.error->message, "LLM cost cap $1.50 reached");
+
+  auto offline = make_proposer(parse_config(llm + "on_cap = 'offline'\n" + priced, dir.path()), sink)->propose(context);
+  ASSERT_TRUE(offline.ok()) << offline.error->message;
+  EXPECT_EQ(offline.proposal->description.rfind("offline:", 0), 0u);
+}
+
 }  // namespace
 }  // namespace ard

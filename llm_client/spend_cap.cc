@@ -1,0 +1,32 @@
+// See spend_cap.h.
+#include "llm_client/spend_cap.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace llm {
+namespace {
+constexpr double kHour = 3600;
+}
+
+SpendCap::SpendCap(std::optional<double> max_cost_usd, int max_calls_per_hour, Spend spent)
+    : max_cost_usd_(max_cost_usd), max_calls_per_hour_(max_calls_per_hour), cost_usd_(spent.cost_usd) {
+  std::sort(spent.call_times.begin(), spent.call_times.end());
+  call_times_.assign(spent.call_times.begin(), spent.call_times.end());
+}
+
+std::optional<CapReached> SpendCap::check(double now) const {
+  if (max_cost_usd_ && cost_usd_ >= *max_cost_usd_) {
+    char reason[96];
+    std::snprintf(reason, sizeof reason, "LLM cost cap $%.2f reached", *max_cost_usd_);
+    return CapReached{reason, std::numeric_limits<double>::infinity()};
+  }
+  while (!call_times_.empty() && call_times_.front() <= now - kHour) call_times_.pop_front();
+  if (static_cast<int>(call_times_.size()) >= max_calls_per_hour_)
+    return CapReached{"LLM call cap " + std::to_string(max_calls_per_hour_) + "/hour reached",
+                      call_times_.front() + kHour};
+  return std::nullopt;
+}
+
+}  // namespace llm
