@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/post.hpp>
 #include <atomic>
 #include <chrono>
 #include <iostream>

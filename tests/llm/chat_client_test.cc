@@ -297,14 +297,10 @@ TEST_P(ChatClientTest, CancelEndsACallInFlight) {
   cfg.idle_timeout_s = 60;
   ChatClient c = client(server, cfg);
   std::atomic<bool> cancel{false};
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    cancel = true;
-  });
+  testing::SetLater stop(cancel, std::chrono::milliseconds(500));
   auto start = std::chrono::steady_clock::now();
   ChatResult r = c.ask(question(), 1, 1, &cancel);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  stopper.join();
   EXPECT_EQ(r.error, CallError::kCancelled);
   EXPECT_NE(r.message.find("cancelled"), std::string::npos);
   EXPECT_LT(took, 5);  // the stream stalls for 30 s: only the flag ends it this soon

@@ -2,11 +2,14 @@
 // port, with a script of answers, and reads back the requests it received.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/python_server.h"
@@ -45,6 +48,21 @@ class FakeLlmServer {
 
   std::filesystem::path log_;
   ard::testing::PythonServer server_;
+};
+
+/// Sets a flag after a delay, from a thread of its own: `stop` while a call is
+/// in flight. Joins when destroyed.
+class SetLater {
+ public:
+  SetLater(std::atomic<bool>& flag, std::chrono::milliseconds delay)
+      : thread_([&flag, delay] {
+          std::this_thread::sleep_for(delay);
+          flag = true;
+        }) {}
+  ~SetLater() { thread_.join(); }
+
+ private:
+  std::thread thread_;
 };
 
 }  // namespace llm::testing

@@ -213,6 +213,9 @@ TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
   EXPECT_THAT(show.out, HasSubstr("[system]"));
   EXPECT_THAT(show.out, HasSubstr("DESCRIPTION: regress to 0.97"));
   EXPECT_THAT(show.out, HasSubstr("SEARCH text matches nowhere"));
+  EXPECT_THAT(show.out, HasSubstr("--- llm calls\nround 1 call 1: ok"));  // each call of the experiment
+  EXPECT_THAT(status.out, HasSubstr(" cached + "));                        // the tag's totals, cache included
+  EXPECT_THAT(status.out, HasSubstr("(cache hit "));
 
   // The key reached the provider, and nothing else.
   auto reqs = server.requests();

@@ -307,14 +307,10 @@ TEST_P(LlmProposerTest, StopMidStreamIsUnavailableAndKeepsWhatWasSent) {
   std::atomic<bool> cancel{false};
   ard::ProposalContext ctx = context();
   ctx.cancel = &cancel;
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    cancel = true;
-  });
+  testing::SetLater stop(cancel, std::chrono::milliseconds(500));
   auto start = std::chrono::steady_clock::now();
   ard::ProposalResult r = proposer(c)->propose(ctx);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  stopper.join();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kUnavailable);
   EXPECT_NE(r.error->message.find("cancelled"), std::string::npos);
