@@ -134,9 +134,17 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
       rec.wait_s = wait.value_or(0);
       sink_->record(rec);
     }
-    if (log_ && o.error != CallError::kNone)
-      log_(label + " call " + std::to_string(retry + 1) + ": " + o.message +
-           (wait ? "; retry in " + seconds(*wait) : std::string()));
+    if (log_ && o.error != CallError::kNone) {
+      // A provider that stays down fails the same way at every ask: said once.
+      std::string line = label + " call " + std::to_string(retry + 1) + ": " + o.message;
+      bool repeated;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        repeated = !wait && o.message == last_logged_;
+        last_logged_ = wait ? std::string() : o.message;
+      }
+      if (!repeated) log_(line + (wait ? "; retry in " + seconds(*wait) : std::string()));
+    }
 
     result.error = o.error;
     result.message = o.message;

@@ -78,10 +78,11 @@ class ChatClient {
   std::string api_key_;
   CallSink* sink_;
   Sleeper sleeper_;
-  mutable std::mutex mutex_;  ///< guards rng_ and cap_: asks run on several threads at once
+  mutable std::mutex mutex_;  ///< guards rng_, cap_, last_logged_: asks run on several threads at once
   std::mt19937_64 rng_;
   SpendCap cap_;
   LogLine log_;
+  std::string last_logged_;  ///< the last failure logged without a retry (guarded by mutex_)
 };
 
 }  // namespace llm

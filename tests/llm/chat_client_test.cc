@@ -345,6 +345,17 @@ TEST_P(ChatClientTest, CostCapCountsThePastSpendAndEveryCall) {
   EXPECT_EQ(server.requests().size(), 1u);
 }
 
+TEST_P(ChatClientTest, AProviderThatStaysDownIsLoggedOnce) {
+  testing::FakeLlmServer server(json::array(), kKey, dir_.path());  // every request: 503
+  LlmConfig cfg = config(server);
+  cfg.retries = 0;
+  ChatClient c = client(server, cfg);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(c.ask(question(), 4, 1).ok());
+  EXPECT_EQ(sink_.calls.size(), 3u);  // every call recorded
+  ASSERT_EQ(log_.size(), 1u);         // one log line
+  EXPECT_NE(log_[0].find("script exhausted"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(BothProtocols, ChatClientTest, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),
                          [](const auto& info) { return std::string(protocol_name(info.param)); });
 
