@@ -2,6 +2,8 @@
 // it consumed, so whatever is left over is reported as unknown by its full name.
 #include "daemon/config.h"
 
+#include <git2.h>
+
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -110,6 +112,14 @@ void validate_tag(const std::string& tag) {
   if (!std::regex_match(tag, tag_re) || tag.size() > 64 || tag.find("..") != std::string::npos ||
       tag.ends_with(".lock"))
     throw ConfigError("tag: '" + tag + "' is not a valid tag (letters, digits, '.', '_', '-')");
+  // The character set leaves git's own rules (no trailing '.', ...) to git.
+  git_libgit2_init();
+  int valid = 0;
+  int rc = git_reference_name_is_valid(&valid, ("refs/heads/autoresearch/" + tag).c_str());
+  git_libgit2_shutdown();
+  if (rc != 0 || !valid)
+    throw ConfigError("tag: '" + tag + "' cannot name the branch autoresearch/" + tag +
+                      " (git's ref rules: no trailing '.', no '..', no '.lock' suffix)");
 }
 
 std::vector<StageConfig> default_stages(double budget_s, double startup_s) {

@@ -51,6 +51,7 @@ struct ExperimentRow {
   std::string stage;
   std::optional<double> stage_started_at, stage_deadline, stage_expected;
   std::optional<int64_t> pgid;
+  std::optional<int64_t> pgid_start;  ///< start time of the group's leader (clock ticks since boot)
   std::optional<double> val_bpb, peak_vram_mb, training_seconds;
   std::string summary_json;
   std::string diff;
@@ -87,6 +88,14 @@ struct SessionRow {
   std::string gpus;  ///< comma-separated worker GPUs ('' : one worker with no device)
 };
 
+struct ProcessGroupRow {
+  int64_t id = 0;
+  int64_t pgid = 0;
+  int64_t leader_start = 0;
+  std::string what;
+  double started_at = 0;
+};
+
 struct LlmTotals {
   int64_t calls = 0;
   int64_t input_tokens = 0;
@@ -105,7 +114,14 @@ struct RunMetrics {
 class Store : public llm::CallSink {
  public:
   /// Opens the database, switches it to WAL and applies pending migrations.
-  explicit Store(const std::string& path);
+  explicit Store(const std::string& path, BusyPolicy busy = {});
+
+  const std::string& path() const { return db_.path(); }
+  /// Why results.db is no longer the file this store has open (deleted,
+  /// replaced), or nullopt. Every write checks it and throws DatabaseFileLost;
+  /// the daemon also calls it between experiments so a lost file is noticed
+  /// even while nothing is written.
+  std::optional<std::string> file_problem() { return db_.file_problem(); }
 
   /// The schema version this binary writes (the last "-- version N").
   static int latest_version();
@@ -131,6 +147,10 @@ class Store : public llm::CallSink {
   void set_stage(int64_t id, const std::string& state, const std::string& stage, double started_at,
                  double deadline, double expected_end);
   void set_pgid(int64_t id, std::optional<int64_t> pgid);
+  /// The group and its leader's start time (process_start_time), recorded
+  /// before the group's command runs, so a restart kills that group and no
+  /// other that reuses the id.
+  void set_pgid(int64_t id, int64_t pgid, int64_t leader_start);
   void set_metrics(int64_t id, const RunMetrics& metrics);
   void set_gpu(int64_t id, const std::string& gpu);
   /// The experiment's change re-applied onto a newer best: its commit, parent
@@ -175,9 +195,18 @@ class Store : public llm::CallSink {
   int close_dead_sessions();
   std::optional<SessionRow> last_session();
 
+  // Process groups not tied to an experiment (the data step's prepare).
+  /// Records a group before its command runs; returns the record's id.
+  int64_t add_process_group(int64_t pgid, int64_t leader_start, const std::string& what);
+  /// The group ended (or was killed): forgets it.
+  void end_process_group(int64_t record_id);
+  /// Groups recorded and not ended: what a restart must kill.
+  std::vector<ProcessGroupRow> live_process_groups();
+
   // LLM calls.
   void record(const llm::CallRecord& call) override;
-  LlmTotals llm_totals();
+  /// Every call when tag is empty; else the calls of that tag's experiments.
+  LlmTotals llm_totals(const std::string& tag = "");
 
  private:
   void migrate();
