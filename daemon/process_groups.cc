@@ -96,6 +96,23 @@ RecordedGroup kill_recorded_group(pid_t pgid, int64_t leader_start, double timeo
   return RecordedGroup::killed;
 }
 
+void GroupRecord::operator()(pid_t pgid) {
+  auto start = process_start_time(pgid);
+  // The child waits at the runner's gate, so it exists; without its start
+  // time the group could not be told from a later one: do not run it.
+  if (!start) throw std::runtime_error("cannot read the start time of process " + std::to_string(pgid));
+  id_ = store_.add_process_group(pgid, *start, what_);
+}
+
+GroupRecord::~GroupRecord() {
+  if (!id_) return;
+  try {
+    store_.end_process_group(*id_);
+  } catch (...) {
+    // A record left behind is harmless: the next start finds its group gone.
+  }
+}
+
 std::vector<std::string> kill_recorded_groups(Store& store) {
   std::vector<std::string> out;
   for (const ProcessGroupRow& g : store.live_process_groups()) {

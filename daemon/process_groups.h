@@ -34,6 +34,27 @@ enum class RecordedGroup {
 /// until the killed members have exited.
 RecordedGroup kill_recorded_group(pid_t pgid, int64_t leader_start, double timeout_s = 10);
 
+/// Records a group started outside an experiment in the store's
+/// process_groups table: pass it as the runner's OnStart, which runs after
+/// the fork and before the command (the runner holds the child at a gate),
+/// so a daemon killed at any later point leaves the record behind. The
+/// record is deleted when this object goes, that is once the run returned
+/// (the runner has killed what was left of the group).
+class GroupRecord {
+ public:
+  GroupRecord(Store& store, std::string what) : store_(store), what_(std::move(what)) {}
+  ~GroupRecord();
+  GroupRecord(const GroupRecord&) = delete;
+  GroupRecord& operator=(const GroupRecord&) = delete;
+  /// The OnStart: records (pgid, its leader's start time).
+  void operator()(pid_t pgid);
+
+ private:
+  Store& store_;
+  std::string what_;
+  std::optional<int64_t> id_;
+};
+
 /// One line per group the store recorded outside experiments and a killed
 /// daemon left behind: kills each (kill_recorded_group) and deletes its
 /// record. Returns what it did, for the daemon log ("killed prepare group 123").
