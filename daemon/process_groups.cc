@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "daemon/process_runner.h"
 #include "daemon/store.h"
 
 namespace ard {
@@ -49,14 +49,8 @@ struct Member {
 
 std::vector<Member> live_members(pid_t pgid) {
   std::vector<Member> out;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    pid_t pid = static_cast<pid_t>(std::stol(name));
-    auto st = read_proc_stat(pid);
-    if (st && st->pgrp == pgid && st->state != 'Z' && st->state != 'X') out.push_back({pid, st->start});
-  }
+  for (pid_t p : group_members(pgid))
+    if (auto st = read_proc_stat(p)) out.push_back({p, st->start});  // skips one that just exited
   return out;
 }
 
