@@ -63,9 +63,21 @@ struct Options {
   std::string tag;
 };
 
-Config resolve(const Options& o) {
+/// What a command does when the repo it finds is a worktree inside a state
+/// directory (<repo>/.autoresearchd/worktrees/<tag>): the commands that only
+/// read or signal act on the real repo; those that would start work refuse,
+/// naming it, rather than nest a second daemon with the default config.
+enum class InStateDir { use_owner, refuse };
+
+Config resolve(const Options& o, InStateDir in_state_dir = InStateDir::use_owner) {
   std::filesystem::path repo =
       o.repo.empty() ? discover_repo(std::filesystem::current_path()) : discover_repo(std::filesystem::absolute(o.repo));
+  if (auto owner = state_dir_owner(repo)) {
+    if (in_state_dir == InStateDir::refuse)
+      throw FatalError(repo.string() + " is inside the daemon's state directory of " + owner->string() +
+                       "; run it in " + owner->string() + " (or pass --repo " + owner->string() + ")");
+    repo = *owner;
+  }
   Config c = load_config(repo, o.config);
   if (!o.tag.empty()) {
     validate_tag(o.tag);
@@ -150,7 +162,7 @@ FetchOptions terminal_fetch_options() {
 int cmd_start(const Options& o, bool detach) {
   PosixProcessRunner probe_runner;
   // Before anything is built or detached: the doctor's checks and the fetch.
-  Config config = preflight(resolve(o), probe_runner, terminal_fetch_options());
+  Config config = preflight(resolve(o, InStateDir::refuse), probe_runner, terminal_fetch_options());
   if (!detach) {
     ReadyPipe none(-1);
     return run_daemon(config, false, none);
@@ -238,7 +250,7 @@ int cmd_show(const Options& o, int64_t id) {
   StateDir state(config.repo);
   if (!std::filesystem::exists(state.db())) throw FatalError("no results yet in " + config.repo.string());
   Store store(state.db().string());
-  auto text = render_show(store, id);
+  auto text = render_show(store, id, state.logs());
   if (!text) throw FatalError("no experiment #" + std::to_string(id));
   std::cout << *text;
   return 0;
@@ -254,7 +266,7 @@ int cmd_export(const Options& o) {
 }
 
 int cmd_prepare(const Options& o) {
-  Config config = fetch_missing_inputs(resolve(o), terminal_fetch_options());
+  Config config = fetch_missing_inputs(resolve(o, InStateDir::refuse), terminal_fetch_options());
   if (!config.data.enabled) throw ConfigError("data.enabled: the data step is disabled in this config");
   StateDir state(config.repo);
   state.create();

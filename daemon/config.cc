@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <git2.h>
 
 #include <cmath>
 #include <fstream>
@@ -113,6 +114,14 @@ void validate_tag(const std::string& tag) {
   if (!std::regex_match(tag, tag_re) || tag.size() > 64 || tag.find("..") != std::string::npos ||
       tag.ends_with(".lock"))
     throw ConfigError("tag: '" + tag + "' is not a valid tag (letters, digits, '.', '_', '-')");
+  // The character set leaves git's own rules (no trailing '.', ...) to git.
+  git_libgit2_init();
+  int valid = 0;
+  int rc = git_reference_name_is_valid(&valid, ("refs/heads/autoresearch/" + tag).c_str());
+  git_libgit2_shutdown();
+  if (rc != 0 || !valid)
+    throw ConfigError("tag: '" + tag + "' cannot name the branch autoresearch/" + tag +
+                      " (git's ref rules: no trailing '.', no '..', no '.lock' suffix)");
 }
 
 std::vector<StageConfig> default_stages(double budget_s, double startup_s) {

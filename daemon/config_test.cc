@@ -117,6 +117,14 @@ TEST(Config, ErrorsNameTheKey) {
   EXPECT_THAT(error_of("budget_s = 'long'"), HasSubstr("budget_s: expected a number"));
   EXPECT_THAT(error_of("budget_s = -5"), HasSubstr("budget_s: must be > 0"));
   EXPECT_THAT(error_of("tag = 'a/b'"), HasSubstr("tag:"));
+  // git's ref rules, which the character set alone let through.
+  EXPECT_THAT(error_of("tag = 'a.'"), HasSubstr("tag: 'a.' cannot name the branch autoresearch/a."));
+  EXPECT_THAT(error_of("tag = 'a.lock'"), HasSubstr("tag:"));
+  EXPECT_THAT(error_of("tag = 'a..b'"), HasSubstr("tag:"));
+  EXPECT_THAT(error_of("tag = '-a'"), HasSubstr("tag:"));
+  EXPECT_THAT(error_of("tag = 'a@{1}'"), HasSubstr("tag:"));
+  EXPECT_THAT(error_of("tag = \"a\\u0001b\""), HasSubstr("tag:"));
+  EXPECT_NO_THROW(validate_tag("dec5.run-2_b"));
   EXPECT_THAT(error_of("editable = ['../x']"), HasSubstr("editable:"));
   EXPECT_THAT(error_of("editable = []"), HasSubstr("editable: must not be empty"));
   EXPECT_THAT(error_of("[[stage]]\nname='a'\n"), HasSubstr("stage[1].command: missing"));

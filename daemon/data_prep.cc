@@ -5,6 +5,7 @@
 
 #include "daemon/data_inputs.h"
 #include "daemon/fatal_error.h"
+#include "daemon/process_groups.h"
 
 namespace ard {
 namespace {
@@ -44,11 +45,17 @@ std::string prepare_command(const Config& config) {
 }
 
 std::string prepare_data(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
-                         ProcessRunner& runner, Log& log) {
+                         ProcessRunner& runner, Log& log, Store* store) {
   auto env = scrubbed_env(config.env_pass);
+  // Runs one child, its group recorded in the store while it runs.
+  auto run = [&](const ProcessSpec& spec, const std::string& what) {
+    if (!store) return runner.run(spec, nullptr);
+    GroupRecord record(*store, what);
+    return runner.run(spec, std::ref(record));
+  };
   log("data: building the trainer at the branch tip");
   ProcessSpec build{config.build_command, worktree, env, state.logs() / "data-build.log", config.build_timeout_s};
-  ProcessResult b = runner.run(build, nullptr);
+  ProcessResult b = run(build, "data-build");
   if (b.end == ProcessResult::End::kStopped) throw FatalError("stopped while building for the data step");
   if (!b.ok())
     throw FatalError("data: the base trainer does not build (" + b.describe() + "): " +
@@ -57,7 +64,7 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
   std::string cmd = prepare_command(config);
   log("data: " + cmd);
   ProcessSpec prep{cmd, worktree, env, state.logs() / "data-prepare.log", config.data.timeout_s};
-  ProcessResult p = runner.run(prep, nullptr);
+  ProcessResult p = run(prep, "prepare");
   std::string out = file_tail(prep.log, 200, 65536);
   if (p.end == ProcessResult::End::kStopped) throw FatalError("stopped while preparing the data");
   if (!p.ok())

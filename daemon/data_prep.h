@@ -10,6 +10,7 @@
 #include "daemon/log.h"
 #include "daemon/process_runner.h"
 #include "daemon/state_dir.h"
+#include "daemon/store.h"
 
 namespace ard {
 
@@ -18,7 +19,9 @@ std::string prepare_command(const Config& config);
 
 /// Builds the worktree as it stands and runs prepare. Returns the data dir;
 /// throws FatalError naming the cause (with the child's own error line).
+/// With a store, each child's group is recorded there (GroupRecord) before
+/// its command runs, so a restart after a SIGKILL kills a prepare left running.
 std::string prepare_data(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
-                         ProcessRunner& runner, Log& log);
+                         ProcessRunner& runner, Log& log, Store* store = nullptr);
 
 }  // namespace ard

@@ -4,7 +4,10 @@
 
 #include <gmock/gmock.h>
 
+#include <thread>
+
 #include "daemon/fatal_error.h"
+#include "daemon/process_groups.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -50,6 +53,24 @@ TEST_F(DataPrepTest, BuildsThenReturnsTheLastDataDirLine) {
   std::string d = prepare_data(config, worktree, state, runner, log);
   EXPECT_EQ(d, "/cache/" + (dir / "corpus/train.jsonl.xz").string());
   EXPECT_EQ(testing::read_file(worktree / "built.txt"), "built\n");
+}
+
+TEST_F(DataPrepTest, PreparesGroupIsRecordedWhileItRuns) {
+  // prepare says it started, then waits for the test to look at the store.
+  write_prepare("touch started\nwhile [ ! -e go ]; do sleep 0.02; done\necho 'data_dir: /d'\n");
+  Store store((dir / "results.db").string());
+  std::string d;
+  std::thread daemon([&] { d = prepare_data(config, worktree, state, runner, log, &store); });
+  while (!std::filesystem::exists(worktree / "started")) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Store reader((dir / "results.db").string());
+  auto groups = reader.live_process_groups();
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].what, "prepare");
+  EXPECT_EQ(process_start_time(static_cast<pid_t>(groups[0].pgid)), groups[0].leader_start);
+  testing::write_file(worktree / "go", "");
+  daemon.join();
+  EXPECT_EQ(d, "/d");
+  EXPECT_TRUE(store.live_process_groups().empty());  // ended with its run
 }
 
 TEST_F(DataPrepTest, FailuresCarryPreparesOwnErrorLine) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "daemon/log.h"
+#include "daemon/process_runner.h"
 
 namespace ard {
 namespace {
@@ -46,6 +47,26 @@ std::vector<std::string> split_gpus(const std::string& list) {
   return out;
 }
 
+/// The newest <id>-<stage>.log in logs_dir, or empty.
+std::filesystem::path newest_log(const std::filesystem::path& logs_dir, int64_t id) {
+  std::filesystem::path best;
+  std::filesystem::file_time_type best_time{};
+  std::error_code ec;
+  if (logs_dir.empty()) return best;
+  const std::string prefix = std::to_string(id) + "-";
+  for (const auto& e : std::filesystem::directory_iterator(logs_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix) || !name.ends_with(".log")) continue;
+    auto t = e.last_write_time(ec);
+    if (ec) continue;
+    if (best.empty() || t > best_time) {
+      best = e.path();
+      best_time = t;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 EngineFigures engine_figures(Store& store, const std::string& tag, double now) {
@@ -66,6 +87,18 @@ EngineFigures engine_figures(Store& store, const std::string& tag, double now) {
   if (trials.empty())  // a store written before trials were recorded
     for (const auto& r : store.experiments(tag)) f.training_s += r.training_seconds.value_or(0);
   return f;
+}
+
+std::string display_description(const ExperimentRow& row) {
+  if (!row.description.empty() || row.state != status::kProposerError) return row.description;
+  std::string line = clean(row.error.substr(0, row.error.find('\n')));
+  // The first words: enough to tell failures apart in a table row.
+  constexpr size_t kMax = 60;
+  if (line.size() > kMax) {
+    size_t cut = line.rfind(' ', kMax);
+    line = line.substr(0, cut == std::string::npos || cut < kMax / 2 ? kMax : cut) + "...";
+  }
+  return "(proposer error" + (line.empty() ? std::string() : ": " + line) + ")";
 }
 
 std::string format_duration(double s) {
@@ -133,7 +166,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     double end = r.ended_at ? *r.ended_at : now;
     os << pad(std::to_string(r.id), 4, true) << "  " << pad(r.commit.empty() ? "-" : r.commit.substr(0, 7), 7)
        << "  " << pad(val, 9, true) << "  " << pad(delta, 9, true) << "  " << pad(r.state, 14) << "  "
-       << pad(format_duration(end - r.started_at), 8, true) << "  " << clean(r.description) << "\n";
+       << pad(format_duration(end - r.started_at), 8, true) << "  " << clean(display_description(r)) << "\n";
     if (r.state == status::kKept && r.val_bpb) {
       best = r.val_bpb;
       best_row = &r;
@@ -224,13 +257,16 @@ std::string llm_status_line(const LlmTotals& llm) {
   return os.str();
 }
 
-std::optional<std::string> render_show(Store& store, int64_t id) {
+std::optional<std::string> render_show(Store& store, int64_t id, const std::filesystem::path& logs_dir) {
   auto r = store.experiment(id);
   if (!r) return std::nullopt;
+  if (r->log_tail.empty()) {
+    if (auto log = newest_log(logs_dir, id); !log.empty()) r->log_tail = file_tail(log);
+  }
   std::ostringstream os;
   os << "experiment #" << r->id << " (tag " << r->tag << ")" << (r->is_baseline ? " baseline" : "") << "\n";
   os << "status:       " << r->state << (r->stage.empty() ? "" : " (stage " + r->stage + ")") << "\n";
-  os << "description:  " << r->description << "\n";
+  os << "description:  " << display_description(*r) << "\n";
   os << "commit:       " << (r->commit.empty() ? "-" : r->commit) << "\n";
   os << "parent:       " << r->parent_commit << "\n";
   if (r->fix_of) os << "fixes:        build failure of #" << *r->fix_of << "\n";

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,8 +32,15 @@ StatusFigures status_figures(Store& store, const std::string& tag, const std::ve
 /// daemon_pid: the running daemon, or nullopt when none runs.
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now);
 
-/// One experiment in full; nullopt when there is no such id.
-std::optional<std::string> render_show(Store& store, int64_t id);
+/// One experiment in full; nullopt when there is no such id. When the row has
+/// no log tail (the daemon died before storing it), the tail comes from the
+/// experiment's newest log in logs_dir (<id>-<stage>.log), when given.
+std::optional<std::string> render_show(Store& store, int64_t id, const std::filesystem::path& logs_dir = {});
+
+/// The description status and the model's history show: the row's own, or
+/// for a row that never got one (a proposer error) "(proposer error: <the
+/// first words of its error>)".
+std::string display_description(const ExperimentRow& row);
 
 /// The history as results.tsv: commit, val_bpb, memory_gb, status, description.
 /// Experiments that never got a commit of their own are left out.

@@ -65,6 +65,39 @@ TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
   EXPECT_THAT(dead, HasSubstr("next start marks it interrupted"));
 }
 
+TEST_F(ReportTest, StatusCountsTheLlmCallsOfItsTagOnly) {
+  store.add_run("other", "autoresearch/other", kBase);
+  int64_t o = store.create_experiment("other", false, kBase, "p1", "llm", std::nullopt);
+  store.record({o, 1, "openai", "m", 1.0, 1000, 100, "ok", 4.0, ""});
+  store.record({running, 1, "openai", "m", 1.0, 10, 5, "ok", 0.5, ""});
+  EXPECT_THAT(render_status(store, "t", 1, 1030.0), HasSubstr("llm: 1 calls, 10 input + 5 output tokens, $0.5000"));
+  EXPECT_THAT(render_status(store, "other", 1, 1030.0), HasSubstr("llm: 1 calls, 1000 input"));
+}
+
+TEST_F(ReportTest, ProposerErrorsGetADescription) {
+  int64_t e = store.create_experiment("t", false, kBase, "p1", "llm", std::nullopt);
+  store.finish(e, status::kProposerError,
+               "the model's answer had no edit block after 3 rounds of asking again with the error\nsecond line", "");
+  auto row = *store.experiment(e);
+  EXPECT_EQ(display_description(row), "(proposer error: the model's answer had no edit block after 3 rounds of...)");
+  EXPECT_THAT(render_status(store, "t", 1, 1030.0), HasSubstr("(proposer error: the model's answer"));
+  EXPECT_THAT(*render_show(store, e), HasSubstr("description:  (proposer error: the model's"));
+  EXPECT_EQ(display_description(*store.experiment(2)), "wider\tmlp");  // others keep their own
+}
+
+TEST_F(ReportTest, ShowReadsTheLogTailFromTheLogFileWhenTheRowHasNone) {
+  store.finish(running, status::kInterrupted, "the daemon stopped while the experiment was running", "");
+  testing::write_file(dir / "logs/4-check.log", "check output\n");
+  testing::write_file(dir / "logs/4-train.log", "step 1\nstep 2\n");
+  testing::write_file(dir / "logs/40-train.log", "not this one\n");
+  std::filesystem::last_write_time(dir / "logs/4-check.log",
+                                   std::filesystem::last_write_time(dir / "logs/4-train.log") - std::chrono::seconds(5));
+  auto s = render_show(store, running, dir / "logs");
+  ASSERT_TRUE(s);
+  EXPECT_THAT(*s, HasSubstr("--- log tail\nstep 1\nstep 2\n"));
+  EXPECT_THAT(*s, ::testing::Not(HasSubstr("not this one")));
+}
+
 TEST_F(ReportTest, ShowPrintsEverythingStored) {
   auto s = render_show(store, 2);
   ASSERT_TRUE(s);

@@ -1,82 +1,133 @@
 // See sqlite.h.
 #include "daemon/sqlite.h"
 
-namespace ard {
-namespace {
+#include <sys/stat.h>
 
-[[noreturn]] void fail(sqlite3* db, std::string_view what) {
-  throw SqliteError(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+#include <algorithm>
+#include <thread>
+
+namespace ard {
+
+double busy_backoff(int attempt) {
+  double s = std::min(2.0, 0.05 * static_cast<double>(1 << std::min(attempt, 6)));
+  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+  return s;
 }
 
-}  // namespace
-
-Database::Database(const std::string& path, OpenMode mode) {
+Database::Database(const std::string& path, OpenMode mode, BusyPolicy busy) : path_(path), busy_(busy) {
   int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
-    throw SqliteError("cannot open " + path + ": " + msg);
+    if (auto fault = classify_sqlite(rc, path_, "cannot open: " + msg)) throw *fault;
+    throw SqliteError(path_ + ": cannot open: " + msg, rc);
   }
+  sqlite3_extended_result_codes(db_, 1);
   // Readers (status) and the writer (the daemon) wait for each other instead of failing.
-  sqlite3_busy_timeout(db_, 10000);
+  sqlite3_busy_timeout(db_, busy_.busy_timeout_ms);
 }
 
 Database::~Database() { sqlite3_close(db_); }
 
+void Database::fail(int rc, std::string_view message) const {
+  std::string msg = message.empty() ? std::string(db_ ? sqlite3_errmsg(db_) : "out of memory") : std::string(message);
+  if (auto fault = classify_sqlite(rc, path_, msg)) throw *fault;
+  throw SqliteError(path_ + ": " + msg, rc);
+}
+
+std::optional<std::string> Database::file_problem() {
+  // The unix VFS compares the open file's inode with the one at its path.
+  // Before the first statement the file is not open yet: nothing to compare.
+  int moved = 0;
+  if (sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved) != SQLITE_OK || !moved)
+    return std::nullopt;
+  struct stat st {};
+  if (stat(path_.c_str(), &st) != 0) return path_ + " was deleted while the daemon had it open";
+  return path_ + " was replaced by another file while the daemon had it open";
+}
+
+void Database::require_same_file() {
+  if (auto problem = file_problem()) throw DatabaseFileLost(*problem + "; stopping so nothing is written to the lost file");
+}
+
 void Database::exec(std::string_view sql) {
-  char* err = nullptr;
   std::string s(sql);
-  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
+  // Every exec here changes the database or its transaction state.
+  require_same_file();
+  std::string err_text;
+  int rc = retry_busy([&] {
+    char* err = nullptr;
+    int r = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err);
+    err_text = err ? err : "";
     sqlite3_free(err);
-    throw SqliteError("sql: " + msg);
-  }
+    return r;
+  });
+  if (rc != SQLITE_OK) fail(rc, err_text);
 }
 
 Statement Database::prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK)
-    fail(db_, "prepare");
-  return Statement(db_, stmt);
+  int rc = retry_busy([&] {
+    sqlite3_finalize(stmt);
+    stmt = nullptr;
+    return sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  });
+  if (rc != SQLITE_OK) fail(rc);
+  return Statement(this, stmt);
 }
 
 int64_t Database::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
 
-Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_), stmt_(other.stmt_), stepped_(other.stepped_) {
   other.stmt_ = nullptr;
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 Statement& Statement::bind(int index, long long value) {
-  if (sqlite3_bind_int64(stmt_, index, value) != SQLITE_OK) fail(db_, "bind");
+  if (int rc = sqlite3_bind_int64(stmt_, index, value); rc != SQLITE_OK) db_->fail(rc);
   return *this;
 }
 
 Statement& Statement::bind(int index, double value) {
-  if (sqlite3_bind_double(stmt_, index, value) != SQLITE_OK) fail(db_, "bind");
+  if (int rc = sqlite3_bind_double(stmt_, index, value); rc != SQLITE_OK) db_->fail(rc);
   return *this;
 }
 
 Statement& Statement::bind(int index, std::string_view value) {
-  if (sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT) !=
-      SQLITE_OK)
-    fail(db_, "bind");
+  if (int rc = sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+      rc != SQLITE_OK)
+    db_->fail(rc);
   return *this;
 }
 
 Statement& Statement::bind_null(int index) {
-  if (sqlite3_bind_null(stmt_, index) != SQLITE_OK) fail(db_, "bind");
+  if (int rc = sqlite3_bind_null(stmt_, index); rc != SQLITE_OK) db_->fail(rc);
   return *this;
 }
 
 bool Statement::step() {
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
+  if (!stepped_ && !sqlite3_stmt_readonly(stmt_)) db_->require_same_file();
+  int rc;
+  if (stepped_) {
+    rc = sqlite3_step(stmt_);
+  } else {
+    // Nothing was returned yet, so a statement that met a lock can start over.
+    rc = db_->retry_busy([&] {
+      int r = sqlite3_step(stmt_);
+      if ((r & 0xff) == SQLITE_BUSY || (r & 0xff) == SQLITE_LOCKED) sqlite3_reset(stmt_);
+      return r;
+    });
+  }
+  if (rc == SQLITE_ROW) {
+    stepped_ = true;
+    return true;
+  }
   if (rc == SQLITE_DONE) return false;
-  fail(db_, "step");
+  db_->fail(rc);
 }
 
 void Statement::run() {
@@ -108,11 +159,8 @@ Transaction::Transaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); 
 
 Transaction::~Transaction() {
   if (!done_) {
-    try {
-      db_.exec("ROLLBACK");
-    } catch (...) {
-      // A failed rollback leaves SQLite to roll back on close; nothing to add.
-    }
+    // Not through exec: a rollback must run even on a lost file, and must not throw.
+    sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
   }
 }
 

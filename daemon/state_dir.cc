@@ -13,6 +13,19 @@ namespace ard {
 
 void StateDir::create() const { std::filesystem::create_directories(logs()); }
 
+std::optional<std::filesystem::path> state_dir_owner(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(dir), ec);
+  if (ec) p = std::filesystem::absolute(dir).lexically_normal();
+  // The outermost .autoresearchd wins: a nested one is itself the mistake.
+  std::filesystem::path prefix;
+  for (const auto& part : p) {
+    if (part == ".autoresearchd" && !prefix.empty()) return prefix.has_filename() ? prefix : prefix.parent_path();
+    prefix /= part;
+  }
+  return std::nullopt;
+}
+
 std::optional<DaemonLock> DaemonLock::acquire(const std::filesystem::path& pid_file) {
   int fd = open(pid_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot open " + pid_file.string() + ": " + strerror(errno));

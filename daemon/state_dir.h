@@ -22,6 +22,12 @@ struct StateDir {
   void create() const;
 };
 
+/// When dir lies inside some repo's state directory (<repo>/.autoresearchd/,
+/// e.g. a tag's worktree <repo>/.autoresearchd/worktrees/<tag>), that repo;
+/// else nullopt. A daemon started there would nest a second state directory
+/// inside the first, with the default config.
+std::optional<std::filesystem::path> state_dir_owner(const std::filesystem::path& dir);
+
 /// An exclusive flock on daemon.pid, holding this process's pid, released
 /// when destroyed or when the process dies (however it dies).
 class DaemonLock {

@@ -60,5 +60,15 @@ TEST(StateDir, LaysOutItsFiles) {
   EXPECT_EQ(s.worktree("t"), "/r/.autoresearchd/worktrees/t");
 }
 
+TEST(StateDir, KnowsTheRepoAroundAStateDirectory) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "repo/.autoresearchd/worktrees/t/trainer");
+  EXPECT_EQ(state_dir_owner(dir / "repo/.autoresearchd/worktrees/t"), dir / "repo");
+  EXPECT_EQ(state_dir_owner(dir / "repo/.autoresearchd/worktrees/t/trainer"), dir / "repo");
+  EXPECT_EQ(state_dir_owner(dir / "repo/.autoresearchd"), dir / "repo");
+  EXPECT_FALSE(state_dir_owner(dir / "repo"));
+  EXPECT_FALSE(state_dir_owner(dir / "repo/trainer"));
+}
+
 }  // namespace
 }  // namespace ard

@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kExperimentColumns =
     "id, tag, is_baseline, parent_commit, commit_hash, description, program_hash, proposer, fix_of, "
     "state, stage, stage_started_at, stage_deadline, stage_expected, pgid, val_bpb, peak_vram_mb, "
-    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from";
+    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start";
 
 ExperimentRow read_experiment(const Statement& s) {
   ExperimentRow r;
@@ -43,6 +43,7 @@ ExperimentRow read_experiment(const Statement& s) {
   r.ended_at = s.opt_real(23);
   r.gpu = s.text(24);
   r.reapplied_from = s.text(25);
+  r.pgid_start = s.opt_integer(26);
   return r;
 }
 
@@ -83,7 +84,7 @@ bool is_final_state(const std::string& state) {
   return false;
 }
 
-Store::Store(const std::string& path) : db_(path) {
+Store::Store(const std::string& path, BusyPolicy busy) : db_(path, busy) {
   {
     auto s = db_.prepare("PRAGMA journal_mode=WAL");
     s.step();
@@ -118,7 +119,7 @@ int Store::version() {
 
 void Store::migrate() {
   if (version() > latest_version())
-    throw SqliteError("results.db has schema version " + std::to_string(version()) +
+    throw SqliteError(db_.path() + " has schema version " + std::to_string(version()) +
                       ", newer than this autoresearchd (" + std::to_string(latest_version()) + ")");
   if (version() == latest_version()) return;  // readers never take the write lock
   for (const Section& sec : schema_sections()) {
@@ -202,7 +203,12 @@ void Store::set_stage(int64_t id, const std::string& state, const std::string& s
 }
 
 void Store::set_pgid(int64_t id, std::optional<int64_t> pgid) {
-  db_.prepare("UPDATE experiments SET pgid=? WHERE id=?").bind(1, pgid).bind(2, id).run();
+  db_.prepare("UPDATE experiments SET pgid=?, pgid_start=NULL WHERE id=?").bind(1, pgid).bind(2, id).run();
+}
+
+void Store::set_pgid(int64_t id, int64_t pgid, int64_t leader_start) {
+  db_.prepare("UPDATE experiments SET pgid=?, pgid_start=? WHERE id=?")
+      .bind(1, pgid).bind(2, leader_start).bind(3, id).run();
 }
 
 void Store::set_metrics(int64_t id, const RunMetrics& m) {
@@ -259,7 +265,7 @@ void Store::close_open_trials() {
 
 void Store::finish(int64_t id, const std::string& final_status, const std::string& error,
                    const std::string& log_tail) {
-  db_.prepare("UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, ended_at=? WHERE id=?")
+  db_.prepare("UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, pgid_start=NULL, ended_at=? WHERE id=?")
       .bind(1, final_status).bind(2, error).bind(3, log_tail).bind(4, now_seconds()).bind(5, id).run();
 }
 
@@ -378,6 +384,23 @@ void Store::record(const llm::CallRecord& c) {
       .bind(5, c.latency_s).bind(6, c.input_tokens).bind(7, c.output_tokens).bind(8, c.status)
       .bind(9, c.cost_usd).bind(10, c.error).bind(11, now_seconds()).bind(12, c.cache_read_tokens)
       .bind(13, c.cache_write_tokens).bind(14, c.retry).bind(15, c.wait_s).bind(16, c.response).run();
+}
+
+int64_t Store::add_process_group(int64_t pgid, int64_t leader_start, const std::string& what) {
+  db_.prepare("INSERT INTO process_groups(pgid, leader_start, what, started_at) VALUES(?,?,?,?)")
+      .bind(1, pgid).bind(2, leader_start).bind(3, what).bind(4, now_seconds()).run();
+  return db_.last_insert_id();
+}
+
+void Store::end_process_group(int64_t record_id) {
+  db_.prepare("DELETE FROM process_groups WHERE id=?").bind(1, record_id).run();
+}
+
+std::vector<ProcessGroupRow> Store::live_process_groups() {
+  auto s = db_.prepare("SELECT id, pgid, leader_start, what, started_at FROM process_groups ORDER BY id");
+  std::vector<ProcessGroupRow> out;
+  while (s.step()) out.push_back({s.integer(0), s.integer(1), s.integer(2), s.text(3), s.real(4)});
+  return out;
 }
 
 double LlmTotals::cache_hit_rate() const {

@@ -52,6 +52,7 @@ struct ExperimentRow {
   std::string stage;
   std::optional<double> stage_started_at, stage_deadline, stage_expected;
   std::optional<int64_t> pgid;
+  std::optional<int64_t> pgid_start;  ///< start time of the group's leader (clock ticks since boot)
   std::optional<double> val_bpb, peak_vram_mb, training_seconds;
   std::string summary_json;
   std::string diff;
@@ -86,6 +87,14 @@ struct SessionRow {
   std::optional<double> ended_at;
   std::string end_reason;
   std::string gpus;  ///< comma-separated worker GPUs ('' : one worker with no device)
+};
+
+struct ProcessGroupRow {
+  int64_t id = 0;
+  int64_t pgid = 0;
+  int64_t leader_start = 0;
+  std::string what;
+  double started_at = 0;
 };
 
 struct LlmTotals {
@@ -125,7 +134,14 @@ struct RunMetrics {
 class Store : public llm::CallSink {
  public:
   /// Opens the database, switches it to WAL and applies pending migrations.
-  explicit Store(const std::string& path);
+  explicit Store(const std::string& path, BusyPolicy busy = {});
+
+  const std::string& path() const { return db_.path(); }
+  /// Why results.db is no longer the file this store has open (deleted,
+  /// replaced), or nullopt. Every write checks it and throws DatabaseFileLost;
+  /// the daemon also calls it between experiments so a lost file is noticed
+  /// even while nothing is written.
+  std::optional<std::string> file_problem() { return db_.file_problem(); }
 
   /// Opens an existing database without writing to it and without migrating
   /// (the dashboard, whether or not a daemon runs). Throws SqliteError when the
@@ -156,6 +172,10 @@ class Store : public llm::CallSink {
   void set_stage(int64_t id, const std::string& state, const std::string& stage, double started_at,
                  double deadline, double expected_end);
   void set_pgid(int64_t id, std::optional<int64_t> pgid);
+  /// The group and its leader's start time (process_start_time), recorded
+  /// before the group's command runs, so a restart kills that group and no
+  /// other that reuses the id.
+  void set_pgid(int64_t id, int64_t pgid, int64_t leader_start);
   void set_metrics(int64_t id, const RunMetrics& metrics);
   void set_gpu(int64_t id, const std::string& gpu);
   /// The experiment's change re-applied onto a newer best: its commit, parent
@@ -199,6 +219,14 @@ class Store : public llm::CallSink {
   /// Closes sessions a killed daemon left open; returns how many.
   int close_dead_sessions();
   std::optional<SessionRow> last_session();
+
+  // Process groups not tied to an experiment (the data step's prepare).
+  /// Records a group before its command runs; returns the record's id.
+  int64_t add_process_group(int64_t pgid, int64_t leader_start, const std::string& what);
+  /// The group ended (or was killed): forgets it.
+  void end_process_group(int64_t record_id);
+  /// Groups recorded and not ended: what a restart must kill.
+  std::vector<ProcessGroupRow> live_process_groups();
 
   // LLM calls. A call's tag is its experiment's.
   void record(const llm::CallRecord& call) override;

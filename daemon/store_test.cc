@@ -198,5 +198,69 @@ TEST(Store, ClosesSessionsLeftOpenByAKilledDaemon) {
   EXPECT_EQ(store.last_session()->pid, 101);
 }
 
+TEST(Store, LlmTotalsPerTag) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  store.add_run("u", "autoresearch/u", kBase);
+  int64_t a = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  int64_t b = store.create_experiment("u", false, kBase, "", "llm", std::nullopt);
+  store.record({a, 1, "openai", "m", 1.0, 100, 10, "ok", 0.5, ""});
+  store.record({a, 2, "openai", "m", 1.0, 200, 20, "ok", 0.25, ""});
+  store.record({b, 1, "openai", "m", 1.0, 1000, 100, "ok", 4.0, ""});
+  LlmTotals t = store.llm_totals("t");
+  EXPECT_EQ(t.calls, 2);
+  EXPECT_EQ(t.input_tokens, 300);
+  EXPECT_EQ(t.output_tokens, 30);
+  EXPECT_DOUBLE_EQ(t.cost_usd, 0.75);
+  EXPECT_EQ(store.llm_totals("u").calls, 1);
+  EXPECT_EQ(store.llm_totals().calls, 3);
+}
+
+TEST(Store, RecordsGroupsWithTheirLeadersStartTime) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t id = store.create_experiment("t", false, kBase, "", "scripted", std::nullopt);
+  store.set_pgid(id, 4321, 987654);
+  EXPECT_EQ(store.experiment(id)->pgid, 4321);
+  EXPECT_EQ(store.experiment(id)->pgid_start, 987654);
+  store.finish(id, status::kCrash, "x", "");
+  EXPECT_FALSE(store.experiment(id)->pgid);
+  EXPECT_FALSE(store.experiment(id)->pgid_start);
+
+  int64_t g = store.add_process_group(555, 42, "prepare");
+  auto live = store.live_process_groups();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].pgid, 555);
+  EXPECT_EQ(live[0].leader_start, 42);
+  EXPECT_EQ(live[0].what, "prepare");
+  store.end_process_group(g);
+  EXPECT_TRUE(store.live_process_groups().empty());
+}
+
+TEST(Store, ErrorsNameTheFile) {
+  testing::TempDir dir;
+  std::string path = (dir / "results.db").string();
+  testing::write_file(path, std::string(4096, 'x'));
+  try {
+    Store store(path);
+    FAIL() << "opened a file that is not a database";
+  } catch (const SqliteError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": file is not a database");
+  }
+}
+
+TEST(Store, NoticesItsFileWasDeleted) {
+  testing::TempDir dir;
+  std::string path = (dir / "results.db").string();
+  Store store(path);
+  store.add_run("t", "autoresearch/t", kBase);
+  EXPECT_FALSE(store.file_problem());
+  std::filesystem::remove(path);
+  EXPECT_TRUE(store.file_problem());
+  EXPECT_THROW(store.create_experiment("t", false, kBase, "", "x", std::nullopt), DatabaseFileLost);
+}
+
 }  // namespace
 }  // namespace ard

@@ -421,5 +421,26 @@ TEST_F(DaemonE2E, ConfigErrorsNameTheKeyAndStopTheStart) {
   EXPECT_EQ(daemon_pid() > 0 ? kill(daemon_pid(), 0) : -1, -1);  // nothing left running
 }
 
+TEST_F(DaemonE2E, StartInsideTheStateDirectoryRefusesAndNamesTheRepo) {
+  write_config(5);
+  auto wt = repo / ".autoresearchd/worktrees/e2e";
+  ASSERT_EQ(git("worktree add -q -b autoresearch/e2e " + sh_quote(wt.string())).code, 0);
+  auto in_worktree = [&](const std::string& args) {
+    return shell("cd " + sh_quote(wt.string()) + " && " + kDaemon + " " + args);
+  };
+  auto r = in_worktree("start");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr(wt.string() + " is inside the daemon's state directory of " + repo.string() +
+                               "; run it in " + repo.string()));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(wt / ".autoresearchd"));  // no nested daemon state
+  // Commands that only read or signal act on the real repo.
+  r = in_worktree("status");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("no results yet in " + repo.string() + "\n"));
+  r = in_worktree("stop");
+  EXPECT_THAT(r.out, HasSubstr("no daemon is running on " + repo.string() + "\n"));
+}
+
 }  // namespace
 }  // namespace ard
