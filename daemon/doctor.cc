@@ -2,6 +2,8 @@
 // directory of its own, so doctor is safe beside a running daemon.
 #include "daemon/doctor.h"
 
+#include "daemon/environment_fault.h"
+
 #include <stdlib.h>
 #include <sys/statvfs.h>
 
@@ -79,7 +81,7 @@ Check tool_check(const std::string& name, const std::string& command, int major,
 
 Check disk_check(const std::string& name, const std::string& what, const fs::path& dir, double need,
                  const std::string& fix) {
-  double free = free_bytes(dir);
+  double free = static_cast<double>(free_bytes(dir).value_or(0));
   std::string line = what + " " + dir.string() + ": " + gb(free) + " free, needs " + gb(need);
   if (free < need) return failed(name, line, fix);
   return ok(name, line);
@@ -195,14 +197,6 @@ Check check_ninja(const Config& config, Probe& probe) {
                     "apt-get install ninja-build (scripts/setup.sh does)", probe);
 }
 
-double free_bytes(const fs::path& path) {
-  fs::path p = fs::absolute(path);
-  std::error_code ec;
-  while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
-  struct statvfs st {};
-  if (statvfs(p.c_str(), &st) != 0) return 0;
-  return static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
-}
 
 Check check_cache_disk(const Config& config) {
   if (!config.data.enabled) return skipped("disk", "data cache not used (data.enabled = false)");

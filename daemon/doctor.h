@@ -72,8 +72,4 @@ std::vector<Check> run_checks(const Config& config, ProcessRunner& runner);
 /// Prints one line per check; returns doctor's exit code (1 when one blocks).
 int print_checks(const std::vector<Check>& checks, std::ostream& out);
 
-/// Free bytes for an unprivileged user on the filesystem holding path (or its
-/// nearest existing parent).
-double free_bytes(const std::filesystem::path& path);
-
 }  // namespace ard

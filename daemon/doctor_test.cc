@@ -2,6 +2,7 @@
 // PATH of stub scripts (nvidia-smi, nvcc, cmake, bwrap), the data inputs, the
 // disk, and the LLM server check against the fake LLM server on loopback.
 #include "daemon/doctor.h"
+#include "daemon/environment_fault.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -165,7 +166,7 @@ TEST_F(Doctor, DiskNeedsRoomForTheFetchAndTheState) {
               StartsWith("\u2713 disk: state (worktree, trainer build, logs) " + (tmp / "repo/.autoresearchd").string()));
   EXPECT_EQ(check_cache_disk(config("[data]\nenabled = false\n")).text(),
             "- disk: data cache not used (data.enabled = false)");
-  EXPECT_GT(free_bytes(tmp / "no/such/dir"), 0);
+  EXPECT_GT(free_bytes(tmp / "no/such/dir").value_or(0), 0u);
 }
 
 TEST_F(Doctor, SandboxIsAdvisory) {

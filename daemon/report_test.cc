@@ -68,9 +68,9 @@ TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
 TEST_F(ReportTest, StatusCountsTheLlmCallsOfItsTagOnly) {
   store.add_run("other", "autoresearch/other", kBase);
   int64_t o = store.create_experiment("other", false, kBase, "p1", "llm", std::nullopt);
-  store.record({o, 1, "openai", "m", 1.0, 1000, 100, "ok", 4.0, ""});
-  store.record({running, 1, "openai", "m", 1.0, 10, 5, "ok", 0.5, ""});
-  EXPECT_THAT(render_status(store, "t", 1, 1030.0), HasSubstr("llm: 1 calls, 10 input + 5 output tokens, $0.5000"));
+  store.record({o, 1, "openai", "m", 1.0, 1000, 100, 0, 0, "ok", 4.0, ""});
+  store.record({running, 1, "openai", "m", 1.0, 10, 5, 0, 0, "ok", 0.5, ""});
+  EXPECT_THAT(render_status(store, "t", 1, 1030.0), HasSubstr("llm: 1 calls, 10 input + 0 cached + 0 cache-write + 5 output tokens (cache hit 0.0%), $0.5000"));
   EXPECT_THAT(render_status(store, "other", 1, 1030.0), HasSubstr("llm: 1 calls, 1000 input"));
 }
 

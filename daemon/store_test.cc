@@ -205,9 +205,9 @@ TEST(Store, LlmTotalsPerTag) {
   store.add_run("u", "autoresearch/u", kBase);
   int64_t a = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
   int64_t b = store.create_experiment("u", false, kBase, "", "llm", std::nullopt);
-  store.record({a, 1, "openai", "m", 1.0, 100, 10, "ok", 0.5, ""});
-  store.record({a, 2, "openai", "m", 1.0, 200, 20, "ok", 0.25, ""});
-  store.record({b, 1, "openai", "m", 1.0, 1000, 100, "ok", 4.0, ""});
+  store.record({a, 1, "openai", "m", 1.0, 100, 10, 0, 0, "ok", 0.5, ""});
+  store.record({a, 2, "openai", "m", 1.0, 200, 20, 0, 0, "ok", 0.25, ""});
+  store.record({b, 1, "openai", "m", 1.0, 1000, 100, 0, 0, "ok", 4.0, ""});
   LlmTotals t = store.llm_totals("t");
   EXPECT_EQ(t.calls, 2);
   EXPECT_EQ(t.input_tokens, 300);
