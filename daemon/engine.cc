@@ -20,7 +20,10 @@
 #include <thread>
 
 #include "daemon/data_prep.h"
+#include "daemon/evaluated_reconcile.h"
 #include "daemon/fatal_error.h"
+#include "daemon/process_groups.h"
+#include "daemon/program_file.h"
 #include "daemon/summary.h"
 
 namespace ard {
@@ -50,7 +53,7 @@ std::string fmt_number(double v) {
   return os.str();
 }
 
-std::string first_line(const std::string& text) {
+std::string first_nonblank_line(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line))
@@ -139,6 +142,7 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
       retry_timer_(io),
       stop_deadline_(io),
       mailbox_(std::make_shared<Mailbox>()),
+      breaker_(BreakerConfig{}, now_seconds),
       cancel_(std::make_shared<std::atomic<bool>>(false)),
       threads_inside_(std::make_shared<std::atomic<int>>(0)) {
   if (gpus.empty()) gpus.push_back("");
@@ -178,9 +182,19 @@ int Engine::run() {
 void Engine::reconcile() {
   if (int n = store_.close_dead_sessions()) log_("reconcile: closed " + std::to_string(n) + " session(s) of a killed daemon");
   store_.close_open_trials();
+  for (const auto& line : kill_recorded_groups(store_)) log_("reconcile: " + line);
+  // A measured result is never lost: an `evaluated` row gets the decision it would have had.
+  for (const auto& d : finish_evaluated(store_, config_.tag, config_.min_improvement))
+    log_("reconcile: #" + std::to_string(d.id) + " was measured (" + config_.metric + " " + fmt_number(d.val_bpb) +
+         ") when the daemon stopped: " + (d.kept ? "kept" : "discarded"));
   for (const auto& r : store_.unfinished()) {
     if (store_.delete_if_empty(r.id)) continue;  // was only waiting for a proposal
-    if (r.pgid && kill_orphan_group(static_cast<pid_t>(*r.pgid), state_.root))
+    bool killed = false;
+    if (r.pgid && r.pgid_start)
+      killed = kill_recorded_group(static_cast<pid_t>(*r.pgid), *r.pgid_start) == RecordedGroup::killed;
+    else if (r.pgid)  // recorded before leader start times were
+      killed = kill_orphan_group(static_cast<pid_t>(*r.pgid), state_.root);
+    if (killed)
       log_("reconcile: killed orphaned process group " + std::to_string(*r.pgid) + " of #" + std::to_string(r.id));
     std::string where = r.state + (r.stage.empty() || r.state == "proposing" ? "" : " (stage " + r.stage + ")");
     store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail);
@@ -232,7 +246,9 @@ void Engine::prepare_data_then_begin() {
     std::string dir, error;
     try {
       PosixProcessRunner runner(stop);
-      dir = prepare_data(config_, worktree, state_, runner, log_);
+      // The store records prepare's groups from this thread: the connection is
+      // in SQLite's serialized mode, and these are its only writes meanwhile.
+      dir = prepare_data(config_, worktree, state_, runner, log_, &store_);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -352,8 +368,31 @@ void Engine::pump() {
 
 // ---------------------------------------------------------------- proposals
 
+void Engine::pause_proposals(const std::string& reason, double until) {
+  if (reason != paused_) {
+    paused_ = reason;
+    store_.set_session_paused(session_, reason);
+    if (!reason.empty()) log_(reason);
+  }
+  if (reason.empty() || proposals_blocked_) return;
+  proposals_blocked_ = true;
+  retry_timer_.expires_after(seconds(std::max(0.0, until - now_seconds())));
+  retry_timer_.async_wait([this](const boost::system::error_code& err) {
+    if (err) return;
+    proposals_blocked_ = false;
+    schedule_pump();
+  });
+}
+
 void Engine::request_proposals() {
   if (proposals_blocked_) return;
+  // The breaker: experiments that keep failing the same way cost no more calls.
+  if (auto p = breaker_.paused()) return pause_proposals(breaker_.status_line(), p->until);
+  // An editor's save may remove program.md for a moment: never propose without it.
+  ProgramFile program = read_program_file(config_.repo / config_.program);
+  if (!program.ok())
+    return pause_proposals("paused: " + program.message + "; waiting for it", now_seconds() + config_.retry_wait_s);
+  if (!paused_.empty() && proposals_running_ == 0) pause_proposals("", 0);
   const size_t target = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
   const int limit = proposer_.concurrent() ? static_cast<int>(workers_.size()) : 1;
   while (candidates_.size() < target && proposals_running_ < limit) request_proposal();
@@ -429,6 +468,10 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
                                       : e.kind == ProposalError::Kind::kPaused  ? "paused"
                                                                                 : "proposer unavailable") +
                           ": " + e.message;
+        if (e.kind == ProposalError::Kind::kPaused && paused_ != msg) {
+          paused_ = msg;
+          store_.set_session_paused(session_, msg);
+        }
         if (msg != last_wait_message_) log_(msg + "; asking again every " + fmt_number(config_.retry_wait_s) + " s");
         last_wait_message_ = msg;
         if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
@@ -460,6 +503,7 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
     }
   }
   last_wait_message_.clear();
+  if (!paused_.empty()) pause_proposals("", 0);
 
   const Proposal& p = *result.proposal;
   c->description = one_line(p.description);
@@ -541,7 +585,7 @@ void Engine::start_build(Candidate& c, int slot) {
   spec.timeout_s = config_.build_timeout_s;
   const int64_t id = c.id;
   c.child = ChildProcess::start(
-      io_, spec, [this, id](pid_t pgid) { store_.set_pgid(id, pgid); },
+      io_, spec, [this, id](pid_t pgid) { record_group(id, pgid); },
       [this, id](const ProcessResult& r) { on_build_exit(id, r); });
 }
 
@@ -557,7 +601,7 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   if (!r.ok()) {
     std::string errors = compiler_errors(file_tail(log, 400, 65536));
     std::string error = r.end == ProcessResult::End::kTimedOut ? "build " + r.describe()
-                                                               : "build failed (" + r.describe() + "): " + first_line(errors);
+                                                               : "build failed (" + r.describe() + "): " + first_nonblank_line(errors);
     if (!c->baseline && c->fix_round < config_.max_fix_attempts)
       fixes_.push_back(Fix{id, c->fix_round + 1, repo_->editable_files(c->commit, editable_)});
     return fail(*c, status::kBuildFail, error, tail, errors);
@@ -607,7 +651,7 @@ void Engine::start_stage(Candidate& c) {
   spec.timeout_s = s.timeout_s;
   const int64_t id = c.id;
   c.child = ChildProcess::start(
-      io_, spec, [this, id](pid_t pgid) { store_.set_pgid(id, pgid); },
+      io_, spec, [this, id](pid_t pgid) { record_group(id, pgid); },
       [this, id](const ProcessResult& r) { on_stage_exit(id, r); });
 }
 
@@ -723,6 +767,7 @@ void Engine::reapply(Candidate& c, double v) {
 void Engine::keep(Candidate& c, double v, const std::string& why) {
   std::string tail = file_tail(log_path(c, config_.stages.back().name));
   store_.finish(c.id, status::kKept, "", tail);
+  breaker_.record_success();
   repo_->set_ref(branch_ref_, c.commit, "autoresearchd: keep #" + std::to_string(c.id));
   best_commit_ = c.commit;
   best_val_ = v;
@@ -739,6 +784,8 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   const bool baseline = c.baseline;
   if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
   store_.finish(id, final_status, error, log_tail);
+  if (final_status == status::kDiscarded) breaker_.record_success();
+  else if (final_status != status::kInterrupted) breaker_.record_failure(final_status, error);
   if (final_status != status::kDiscarded && final_status != status::kInterrupted)
     last_failure_ = Failure{final_status, failure_detail.empty() ? error + "\n" + log_tail : failure_detail};
   log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
@@ -763,6 +810,12 @@ void Engine::release(Candidate& c) {
 }
 
 // ---------------------------------------------------------------- helpers
+
+void Engine::record_group(int64_t id, pid_t pgid) {
+  // The leader is held at the gate, so its start time is readable here.
+  if (auto start = process_start_time(pgid)) store_.set_pgid(id, pgid, *start);
+  else store_.set_pgid(id, pgid);
+}
 
 std::string Engine::tamper_check(const Candidate& c) {
   std::vector<std::string> bad;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "daemon/child_process.h"
+#include "daemon/circuit_breaker.h"
 #include "daemon/config.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
@@ -127,6 +128,9 @@ class Engine {
   void stop(const std::string& reason);
   void maybe_finish_stop();
   void fatal(const std::string& message);
+  /// Proposing waits until `until` (Unix seconds) for the reason given; the
+  /// reason is stored so that status shows it. An empty reason: proposing again.
+  void pause_proposals(const std::string& reason, double until);
 
   // The pipeline.
   void pump();
@@ -153,6 +157,8 @@ class Engine {
   void keep(Candidate& c, double value, const std::string& why);
 
   // Helpers.
+  /// Records a child's group (and its leader's start time) before it runs.
+  void record_group(int64_t id, pid_t pgid);
   std::string tamper_check(const Candidate& c);
   std::string read_program(std::string& hash);
   std::vector<HistoryEntry> history();
@@ -194,6 +200,8 @@ class Engine {
   std::optional<Failure> last_failure_;
   std::string last_wait_message_;
   bool proposals_blocked_ = false;  ///< waiting retry_wait_s after an unavailable proposer
+  std::string paused_;              ///< the pause status shows, '' when proposing
+  CircuitBreaker breaker_;
   int builds_running_ = 0;
 
   bool pump_scheduled_ = false;

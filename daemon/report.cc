@@ -195,6 +195,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
        << (f.gpus == 1 ? "" : "s");
   os << "\n";
   os << llm_status_line(f.llm);
+  if (daemon_pid && session && !session->paused.empty()) os << session->paused << "\n";
 
   std::vector<const ExperimentRow*> in_flight;
   for (const auto& r : rows)

@@ -338,19 +338,23 @@ void Store::set_session_data_dir(int64_t id, const std::string& data_dir) {
   db_.prepare("UPDATE sessions SET data_dir=? WHERE id=?").bind(1, data_dir).bind(2, id).run();
 }
 
+void Store::set_session_paused(int64_t id, const std::string& why) {
+  db_.prepare("UPDATE sessions SET paused=? WHERE id=?").bind(1, why).bind(2, id).run();
+}
+
 void Store::set_session_gpus(int64_t id, const std::string& gpus) {
   db_.prepare("UPDATE sessions SET gpus=? WHERE id=?").bind(1, gpus).bind(2, id).run();
 }
 
 std::vector<SessionRow> Store::sessions(const std::string& tag) {
   auto s = db_.prepare(
-      "SELECT id, tag, pid, data_dir, started_at, ended_at, coalesce(end_reason, ''), gpus FROM sessions "
+      "SELECT id, tag, pid, data_dir, started_at, ended_at, coalesce(end_reason, ''), gpus, paused FROM sessions "
       "WHERE tag=? ORDER BY id");
   s.bind(1, tag);
   std::vector<SessionRow> out;
   while (s.step())
     out.push_back(SessionRow{s.integer(0), s.text(1), s.integer(2), s.text(3), s.real(4), s.opt_real(5), s.text(6),
-                             s.text(7)});
+                             s.text(7), s.text(8)});
   return out;
 }
 
@@ -367,11 +371,11 @@ int Store::close_dead_sessions() {
 
 std::optional<SessionRow> Store::last_session() {
   auto s = db_.prepare(
-      "SELECT id, tag, pid, data_dir, started_at, ended_at, end_reason, gpus FROM sessions ORDER BY id DESC "
+      "SELECT id, tag, pid, data_dir, started_at, ended_at, end_reason, gpus, paused FROM sessions ORDER BY id DESC "
       "LIMIT 1");
   if (!s.step()) return std::nullopt;
   return SessionRow{s.integer(0), s.text(1), s.integer(2), s.text(3), s.real(4), s.opt_real(5), s.text(6),
-                    s.text(7)};
+                    s.text(7), s.text(8)};
 }
 
 void Store::record(const llm::CallRecord& c) {

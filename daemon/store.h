@@ -87,6 +87,7 @@ struct SessionRow {
   std::optional<double> ended_at;
   std::string end_reason;
   std::string gpus;  ///< comma-separated worker GPUs ('' : one worker with no device)
+  std::string paused;  ///< why the daemon does not propose now, '' when it does
 };
 
 struct ProcessGroupRow {
@@ -213,6 +214,7 @@ class Store : public llm::CallSink {
   int64_t begin_session(const std::string& tag, int64_t pid);
   void set_session_data_dir(int64_t id, const std::string& data_dir);
   void set_session_gpus(int64_t id, const std::string& gpus);
+  void set_session_paused(int64_t id, const std::string& why);
   /// Every session of the tag, oldest first.
   std::vector<SessionRow> sessions(const std::string& tag);
   void end_session(int64_t id, const std::string& reason);
