@@ -47,4 +47,11 @@ std::vector<std::filesystem::path> nvidia_devices(const std::filesystem::path& d
 /// otherwise one line: what is wrong and how to fix it.
 std::optional<std::string> sandbox_unavailable(const std::string& bwrap = "bwrap");
 
+/// Why `start` refuses to run under [sandbox] mode (nullopt: it may run): mode
+/// "bwrap" with a bwrap that is missing or cannot create its namespaces.
+std::optional<std::string> sandbox_start_refusal(const std::string& mode, const std::string& bwrap = "bwrap");
+
+/// The line `status` prints under mode "off", "" otherwise.
+std::string sandbox_off_warning(const std::string& mode);
+
 }  // namespace ard

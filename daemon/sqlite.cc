@@ -1,6 +1,13 @@
 // See sqlite.h.
 #include "daemon/sqlite.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace ard {
 namespace {
 
@@ -8,9 +15,24 @@ namespace {
   throw SqliteError(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
 }
 
+/// Creates the database file (and narrows it and its WAL files) to 0600 before
+/// SQLite opens it: SQLite gives the WAL and shared-memory files the database's mode.
+void make_owner_only(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.starts_with("file:")) return;
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || fchmod(fd, 0600) != 0) {
+    std::string why = strerror(errno);
+    if (fd >= 0) close(fd);
+    throw SqliteError("cannot open " + path + ": " + why);
+  }
+  close(fd);
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) chmod((path + suffix).c_str(), 0600);  // absent: ENOENT, fine
+}
+
 }  // namespace
 
 Database::Database(const std::string& path, OpenMode mode) {
+  if (mode != OpenMode::kReadOnly) make_owner_only(path);
   int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
