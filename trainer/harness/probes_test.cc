@@ -9,6 +9,7 @@
 #include <random>
 
 #include "harness/constants.h"
+#include "harness/eval.h"
 #include "harness/test_util.h"
 
 namespace harness {
@@ -143,6 +144,22 @@ TEST(Probes, RowsStraddleADocumentBoundaryAndPositionsIncludeIt) {
     for (int t : {row.boundary - 1, FakeModel::kWindow - 1, FakeModel::kWindow})
       if (t >= 0 && t <= kSeqLen - 2) EXPECT_NE(std::find(pos.begin(), pos.end(), t), pos.end()) << t;
     for (int t : pos) EXPECT_TRUE(t >= 0 && t <= kSeqLen - 2) << t;
+  }
+}
+
+TEST(Probes, TheProbedEvaluationRunsThemFirst) {
+  Shard s;
+  std::vector<int32_t> token_bytes(VOCAB_SIZE, 1);
+  token_bytes[BOS_ID] = 0;
+  FakeModel honest(FakeModel::Cheat::kNone);
+  double bpb = evaluate_bpb(*s.shard, token_bytes, 2 * kSeqLen, 2, kSeqLen, honest, settings());
+  EXPECT_TRUE(std::isfinite(bpb));
+  FakeModel scaled(FakeModel::Cheat::kScalesLosses);
+  try {
+    evaluate_bpb(*s.shard, token_bytes, 2 * kSeqLen, 2, kSeqLen, scaled, settings());
+    FAIL() << "a model that scales its losses was evaluated";
+  } catch (const TamperedError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("tampered: honest losses: probe row 0: ", 0), 0u) << e.what();
   }
 }
 
