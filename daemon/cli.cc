@@ -25,6 +25,7 @@
 #include "daemon/gpus.h"
 #include "daemon/hardening.h"
 #include "daemon/log.h"
+#include "daemon/log_retention.h"
 #include "daemon/plot.h"
 #include "daemon/process_runner.h"
 #include "daemon/proposer_factory.h"
@@ -101,6 +102,8 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
                      std::to_string(pid.value_or(0)) + ")");
   }
   Log log(state.log_file(), !detached);
+  if (auto pruned = prune_logs(state.logs(), config.logs.keep_days); !pruned.empty())
+    log("pruned " + std::to_string(pruned.size()) + " stage logs older than [logs] keep_days");
   Store store(state.db().string());
   boost::asio::io_context io;
   LoopCallSink calls(io, store);
