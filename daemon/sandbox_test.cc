@@ -210,55 +210,57 @@ TEST(SandboxAvailable, StartRefusesUnlessTheSandboxIsOffAndStatusWarnsWhenOff) {
 const std::string kGrandchild =
     "setsid sh -c 'echo $$ >&3; exec sleep 600' >/dev/null 2>&1 & wait";
 
+/// A child started with a marker pipe's write end as fd 3, once a holder wrote to it.
+struct MarkedChild {
+  Child child;
+  int marker = -1;
+  std::string first;  ///< what a holder wrote first; empty if none did within 10 s
+  explicit MarkedChild(const std::vector<std::string>& argv) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    child = spawn(argv, kEnv, p[1]);
+    close(p[1]);
+    marker = p[0];
+    first = read_with_timeout(marker, 10000);
+  }
+  ~MarkedChild() { close(marker); }
+  /// True when every holder of the write end is gone within timeout_ms.
+  bool released(int timeout_ms) {
+    bool eof = false;
+    read_with_timeout(marker, timeout_ms, &eof);
+    return eof;
+  }
+};
+
 TEST(SandboxProcesses, ControlSetsidGrandchildOutlivesItsGroupWithoutSandbox) {
-  int marker[2];
-  ASSERT_EQ(pipe2(marker, O_CLOEXEC), 0);
-  Child c = spawn({"sh", "-c", kGrandchild}, kEnv, marker[1]);
-  close(marker[1]);
-  std::string pid_text = read_with_timeout(marker[0], 10000);
-  ASSERT_FALSE(pid_text.empty());
-  kill(-c.pid, SIGKILL);
-  finish(c);
-  bool eof = false;
-  read_with_timeout(marker[0], 500, &eof);
-  EXPECT_FALSE(eof) << "the grandchild should survive here: the control is wrong";
-  kill(std::stoi(pid_text), SIGKILL);  // clean up the escaped grandchild
-  read_with_timeout(marker[0], 10000, &eof);
-  EXPECT_TRUE(eof);
-  close(marker[0]);
+  MarkedChild m({"sh", "-c", kGrandchild});
+  ASSERT_FALSE(m.first.empty());
+  kill(-m.child.pid, SIGKILL);
+  finish(m.child);
+  EXPECT_FALSE(m.released(500)) << "the grandchild should survive here: the control is wrong";
+  kill(std::stoi(m.first), SIGKILL);  // clean up the escaped grandchild
+  EXPECT_TRUE(m.released(10000));
 }
 
 TEST(SandboxProcesses, SetsidGrandchildDiesWhenTheSandboxIsKilled) {
   REQUIRE_BWRAP();
   RepoWithWorktree r;
-  int marker[2];
-  ASSERT_EQ(pipe2(marker, O_CLOEXEC), 0);
-  Child c = spawn(sandbox_argv(r.spec({"sh", "-c", kGrandchild})), kEnv, marker[1]);
-  close(marker[1]);
-  ASSERT_FALSE(read_with_timeout(marker[0], 10000).empty()) << "the grandchild never started";
-  kill(-c.pid, SIGKILL);  // what the runner does at a timeout or stop
-  finish(c);
-  bool eof = false;
-  read_with_timeout(marker[0], 10000, &eof);
-  EXPECT_TRUE(eof) << "a process of the sandbox survived it";
-  close(marker[0]);
+  MarkedChild m(sandbox_argv(r.spec({"sh", "-c", kGrandchild})));
+  ASSERT_FALSE(m.first.empty()) << "the grandchild never started";
+  kill(-m.child.pid, SIGKILL);  // what the runner does at a timeout or stop
+  finish(m.child);
+  EXPECT_TRUE(m.released(10000)) << "a process of the sandbox survived it";
 }
 
 TEST(SandboxProcesses, SetsidGrandchildDiesWhenTheStageExitsNormally) {
   REQUIRE_BWRAP();
   RepoWithWorktree r;
-  int marker[2];
-  ASSERT_EQ(pipe2(marker, O_CLOEXEC), 0);
   // The stage starts the grandchild, waits until it is up, and exits 0.
-  Child c = spawn(sandbox_argv(r.spec({"sh", "-c", "setsid sh -c 'echo up >&3; exec sleep 600' >/dev/null 2>&1 & sleep 1; exit 0"})),
-                  kEnv, marker[1]);
-  close(marker[1]);
-  ASSERT_FALSE(read_with_timeout(marker[0], 10000).empty());
-  EXPECT_EQ(finish(c).code, 0);
-  bool eof = false;
-  read_with_timeout(marker[0], 10000, &eof);
-  EXPECT_TRUE(eof) << "the grandchild outlived a stage that exited";
-  close(marker[0]);
+  MarkedChild m(sandbox_argv(
+      r.spec({"sh", "-c", "setsid sh -c 'echo up >&3; exec sleep 600' >/dev/null 2>&1 & sleep 1; exit 0"})));
+  ASSERT_FALSE(m.first.empty());
+  EXPECT_EQ(finish(m.child).code, 0);
+  EXPECT_TRUE(m.released(10000)) << "the grandchild outlived a stage that exited";
 }
 
 TEST(SandboxProcesses, ProcShowsOnlyTheSandboxAndNotTheParentsEnvironment) {
