@@ -26,12 +26,15 @@
 #include "daemon/fatal_error.h"
 #include "daemon/git_repo.h"
 #include "daemon/gpus.h"
+#include "daemon/hardening.h"
 #include "daemon/log.h"
+#include "daemon/log_retention.h"
 #include "daemon/plot.h"
 #include "daemon/preflight.h"
 #include "daemon/process_runner.h"
 #include "daemon/proposer_factory.h"
 #include "daemon/report.h"
+#include "daemon/sandbox.h"
 #include "daemon/state_dir.h"
 #include "daemon/store.h"
 
@@ -104,6 +107,8 @@ class ReadyPipe {
 
 /// The daemon proper, in the foreground or in a detached child.
 int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
+  // Before anything reads the API key: no core file, no /proc/<pid>/environ for the user's other processes.
+  if (std::string why = harden_process(); !why.empty()) throw FatalError("cannot harden the daemon: " + why);
   StateDir state(config.repo);
   state.create();
   auto lock = DaemonLock::acquire(state.pid_file());
@@ -113,6 +118,8 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
                      std::to_string(pid.value_or(0)) + ")");
   }
   Log log(state.log_file(), !detached);
+  if (auto pruned = prune_logs(state.logs(), config.logs.keep_days); !pruned.empty())
+    log("pruned " + std::to_string(pruned.size()) + " stage logs older than [logs] keep_days");
   Store store(state.db().string());
   boost::asio::io_context io;
   LoopCallSink calls(io, store);
@@ -163,6 +170,7 @@ int cmd_start(const Options& o, bool detach) {
   PosixProcessRunner probe_runner;
   // Before anything is built or detached: the doctor's checks and the fetch.
   Config config = preflight(resolve(o, InStateDir::refuse), probe_runner, terminal_fetch_options());
+  if (auto why = sandbox_start_refusal(config.sandbox.mode)) throw FatalError(*why);
   if (!detach) {
     ReadyPipe none(-1);
     return run_daemon(config, false, none);
@@ -177,7 +185,7 @@ int cmd_start(const Options& o, bool detach) {
     close(fds[0]);
     setsid();
     int null_fd = open("/dev/null", O_RDONLY);
-    int log_fd = open(state.log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int log_fd = open_owner_only(state.log_file(), O_WRONLY | O_APPEND);
     if (null_fd >= 0) dup2(null_fd, 0);
     if (log_fd >= 0) {
       dup2(log_fd, 1);
@@ -235,6 +243,7 @@ int cmd_status(const Options& o) {
   Config config = resolve(o);
   StateDir state(config.repo);
   auto pid = running_daemon(state.pid_file());
+  if (std::string warning = sandbox_off_warning(config.sandbox.mode); !warning.empty()) std::cout << warning << "\n";
   if (!std::filesystem::exists(state.db())) {
     std::cout << "autoresearchd: " << (pid ? "starting" : "not running") << "; no results yet in "
               << config.repo.string() << "\n";

@@ -6,6 +6,9 @@
 #include <netinet/in.h>
 #include <git2.h>
 
+#include "daemon/git_repo.h"
+#include "proposers/editable.h"
+
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -107,6 +110,20 @@ void check_relative_glob(const std::string& key, const std::string& glob) {
     throw ConfigError(key + ": '" + glob + "' must be a path inside the repo");
 }
 
+/// The editable globs against the files the repo tracks: a glob that matches a
+/// tracked build file or harness file is refused. A repo that is not a git
+/// repository yet has no tracked files (start reports that itself).
+void check_globs_against_tracked(const Config& c) {
+  std::vector<std::string> tracked;
+  try {
+    GitLibrary git;
+    tracked = GitRepo(c.repo).tracked_files();
+  } catch (const GitError&) {
+    return;
+  }
+  if (std::string why = check_editable_globs(c.editable, tracked); !why.empty()) throw ConfigError(why);
+}
+
 }  // namespace
 
 void validate_tag(const std::string& tag) {
@@ -192,7 +209,13 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   validate_tag(c.tag);
   top.strings("editable", c.editable);
   for (const auto& g : c.editable) check_relative_glob("editable", g);
+  if (std::string why = check_editable_globs(c.editable, {}); !why.empty()) throw ConfigError(why);
   top.string("program", c.program);
+  double max_program_bytes = static_cast<double>(c.max_program_bytes);
+  top.number("max_program_bytes", max_program_bytes, 1, true);
+  if (max_program_bytes != std::floor(max_program_bytes) || max_program_bytes > 1e9)
+    throw ConfigError("max_program_bytes: expected a whole number of bytes up to 1e9");
+  c.max_program_bytes = static_cast<int64_t>(max_program_bytes);
   top.number("budget_s", c.budget_s, 0, false);
   top.number("startup_s", c.startup_s, 0, true);
   top.number("min_improvement", c.min_improvement, 0, true);
@@ -323,6 +346,23 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     validate_serve(c.serve);
   }
 
+  if (const toml::node* n = root.get("sandbox"); n && !n->is_table())
+    throw ConfigError("sandbox: expected a table: [sandbox] with mode = \"bwrap\" or \"off\"");
+  if (const toml::table* t = top.table("sandbox")) {
+    KeyReader r(*t, "sandbox");
+    r.string("mode", c.sandbox.mode);
+    r.boolean("network", c.sandbox.network);
+    r.reject_unknown();
+    if (c.sandbox.mode != "bwrap" && c.sandbox.mode != "off")
+      throw ConfigError("sandbox.mode: expected \"bwrap\" or \"off\", got \"" + c.sandbox.mode + "\"");
+  }
+
+  if (const toml::table* t = top.table("logs")) {
+    KeyReader r(*t, "logs");
+    r.number("keep_days", c.logs.keep_days, 0, true);
+    r.reject_unknown();
+  }
+
   if (const toml::table* t = top.table("proposer")) {
     KeyReader r(*t, "proposer");
     r.string("kind", c.proposer_kind);
@@ -345,12 +385,16 @@ Config load_config(const std::filesystem::path& repo, const std::filesystem::pat
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (!config_path.empty()) throw ConfigError(path.string() + ": cannot read the config file");
-    return parse_config("", repo, path.string());
+    Config c = parse_config("", repo, path.string());
+    check_globs_against_tracked(c);
+    return c;
   }
   std::stringstream ss;
   ss << in.rdbuf();
   // A `repo` key in an explicit config is relative to the file's directory.
-  return parse_config(ss.str(), repo, path.string(), std::filesystem::absolute(path).parent_path());
+  Config c = parse_config(ss.str(), repo, path.string(), std::filesystem::absolute(path).parent_path());
+  check_globs_against_tracked(c);
+  return c;
 }
 
 }  // namespace ard

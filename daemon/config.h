@@ -6,6 +6,7 @@
 // factory validates the one it uses.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -63,11 +64,23 @@ struct KeepConfig {
   int confirmations = 2;          ///< runs of an undecided candidate after its first
 };
 
+/// The [sandbox] table: how children are confined (docs/threat_model.md).
+struct SandboxConfig {
+  std::string mode = "bwrap";  ///< "bwrap": every child in bubblewrap; "off": unconfined (status warns)
+  bool network = false;        ///< true: children share the host's network
+};
+
+/// The [logs] table: how long stage logs are kept.
+struct LogsConfig {
+  double keep_days = 30;  ///< logs older than this are deleted at start; 0 keeps them all
+};
+
 struct Config {
   std::filesystem::path repo;  ///< absolute research repo root
   std::string tag = "main";
   std::vector<std::string> editable = {"trainer/train.cu", "trainer/model/**"};
   std::string program = "program.md";  ///< relative to the repo root, read from the user's checkout
+  int64_t max_program_bytes = 64 * 1024;  ///< a larger program.md is refused until it is fixed
   double budget_s = 300;
   double startup_s = 120;
   double min_improvement = 0;
@@ -103,6 +116,8 @@ struct Config {
   /// "off" (stages that need no GPU; skips the CUDA checks too), or a
   /// command that exits 0 when the GPU is usable.
   std::string preflight_gpu = "nvidia-smi";
+  SandboxConfig sandbox;
+  LogsConfig logs;
 
   std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",
                                        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH"};
@@ -121,7 +136,9 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
                     const std::filesystem::path& key_base = {});
 
 /// Loads <repo>/autoresearch.toml, or config_path when given. A missing default
-/// file gives the defaults; a missing explicit file is an error.
+/// file gives the defaults; a missing explicit file is an error. Editable globs
+/// that reach a protected path (proposers/editable.h) are refused, tried against
+/// the repo's tracked files as well when the repo is a git repository.
 Config load_config(const std::filesystem::path& repo, const std::filesystem::path& config_path = {});
 
 /// The stages used when the file lists none: a quick check, then the full run.

@@ -172,6 +172,54 @@ TEST(Config, NoiseAndKeepTables) {
   EXPECT_THAT(error_of("keep = 1\n"), HasSubstr("keep: expected a table"));
 }
 
+TEST(Config, SandboxLogsAndProgramLimit) {
+  Config d = parse_config("", "/r");
+  EXPECT_EQ(d.sandbox.mode, "bwrap");
+  EXPECT_FALSE(d.sandbox.network);
+  EXPECT_EQ(d.max_program_bytes, 64 * 1024);
+  EXPECT_DOUBLE_EQ(d.logs.keep_days, 30);
+  Config c = parse_config("max_program_bytes = 2000000\n[sandbox]\nmode = 'off'\nnetwork = true\n[logs]\nkeep_days = 0\n",
+                          "/r");
+  EXPECT_EQ(c.sandbox.mode, "off");
+  EXPECT_TRUE(c.sandbox.network);
+  EXPECT_EQ(c.max_program_bytes, 2000000);
+  EXPECT_DOUBLE_EQ(c.logs.keep_days, 0);
+  EXPECT_EQ(error_of("[sandbox]\nmode = 'none'\n"), "sandbox.mode: expected \"bwrap\" or \"off\", got \"none\"");
+  EXPECT_EQ(error_of("sandbox = 'off'\n"), "sandbox: expected a table: [sandbox] with mode = \"bwrap\" or \"off\"");
+  EXPECT_EQ(error_of("[sandbox]\nnet = true\n"), "sandbox.net: unknown key");
+  EXPECT_EQ(error_of("[sandbox]\nnetwork = 1\n"), "sandbox.network: expected true or false");
+  EXPECT_THAT(error_of("max_program_bytes = 0"), HasSubstr("max_program_bytes: must be >= 1"));
+  EXPECT_THAT(error_of("max_program_bytes = 1.5"), HasSubstr("max_program_bytes: expected a whole number"));
+  EXPECT_THAT(error_of("[logs]\nkeep_days = -1\n"), HasSubstr("logs.keep_days: must be >= 0"));
+}
+
+TEST(Config, EditableGlobsThatOpenTheHarnessAreRefused) {
+  EXPECT_EQ(error_of("editable = ['**']"), "editable[0]: \"**\" would let an edit change trainer/harness/eval.h");
+  EXPECT_EQ(error_of("editable = ['trainer/train.cu', 'trainer/**']"),
+            "editable[1]: \"trainer/**\" would let an edit change trainer/harness/eval.h");
+  EXPECT_EQ(error_of("editable = ['trainer/harness/eval.h']"),
+            "editable[0]: \"trainer/harness/eval.h\" would let an edit change trainer/harness/eval.h");
+  EXPECT_EQ(error_of("editable = ['CMakeLists.txt']"),
+            "editable[0]: \"CMakeLists.txt\" would let an edit change CMakeLists.txt");
+  EXPECT_EQ(error_of("editable = ['.autoresearchd/**']"),
+            "editable[0]: \".autoresearchd/**\" would let an edit change .autoresearchd/results.db");
+
+  // A build file the repo tracks where no fixed probe looks.
+  testing::TempDir dir;
+  testing::write_file(dir / "trainer/ext/CMakeLists.txt", "# build\n");
+  testing::write_file(dir / "trainer/ext/a.cu", "");
+  ASSERT_EQ(testing::commit_base_repo(dir.path()), 0);
+  testing::write_file(dir / "autoresearch.toml", "editable = ['trainer/ext/*']\n");
+  try {
+    load_config(dir.path());
+    FAIL() << "accepted a glob over a tracked build file";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "editable[0]: \"trainer/ext/*\" would let an edit change trainer/ext/CMakeLists.txt");
+  }
+  testing::write_file(dir / "autoresearch.toml", "editable = ['trainer/ext/*.cu']\n");
+  EXPECT_EQ(load_config(dir.path()).editable, std::vector<std::string>{"trainer/ext/*.cu"});
+}
+
 TEST(Config, ShippedConfigParses) {
   std::string text = testing::read_file(std::filesystem::path(ARD_SOURCE_DIR) / "autoresearch.toml");
   ASSERT_FALSE(text.empty());

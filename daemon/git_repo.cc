@@ -111,6 +111,16 @@ GitRepo::GitRepo(const std::filesystem::path& path) {
 
 GitRepo::~GitRepo() { git_repository_free(repo_); }
 
+std::vector<std::string> GitRepo::tracked_files() const {
+  git_index* raw = nullptr;
+  check(git_repository_index(&raw, repo_), "index of " + std::string(git_repository_path(repo_)));
+  std::unique_ptr<git_index, decltype(&git_index_free)> index(raw, git_index_free);
+  std::vector<std::string> out;
+  for (size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i)
+    out.emplace_back(git_index_get_byindex(index.get(), i)->path);
+  return out;
+}
+
 std::filesystem::path GitRepo::workdir() const {
   const char* w = git_repository_workdir(repo_);
   if (!w) throw GitError("repository " + std::string(git_repository_path(repo_)) + " is bare");

@@ -48,6 +48,8 @@ class GitRepo {
   GitRepo& operator=(const GitRepo&) = delete;
 
   std::filesystem::path workdir() const;
+  /// The paths in the index ('/'-separated, relative to the workdir).
+  std::vector<std::string> tracked_files() const;
   /// Full id of HEAD's commit.
   std::string head() const;
   bool has_commit(const std::string& id) const;

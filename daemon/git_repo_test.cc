@@ -146,6 +146,30 @@ TEST_F(GitRepoTest, ExcludeAddsALineOnce) {
   EXPECT_EQ(git("status --porcelain").out, "");
 }
 
+TEST_F(GitRepoTest, EditsNeverWriteThroughACommittedSymlink) {
+  std::filesystem::create_directories(dir / "outside");
+  std::filesystem::create_directories(root / "trainer/model");
+  std::filesystem::create_directory_symlink("../../../outside", root / "trainer/model/out");
+  std::filesystem::create_symlink("../../../outside/target.cu", root / "trainer/model/link.cu");
+  ASSERT_EQ(git("add -A && git -c user.name=t -c user.email=t@t commit -qm links").code, 0);
+  GitRepo repo(root);
+  const std::string base = repo.head();
+  // Through a directory symlink: refused, nothing written anywhere.
+  EXPECT_THROW(repo.commit_writes(base, {{"trainer/model/out/evil.cu", "x"}}, "evil", ""), GitError);
+  // Onto a file symlink: the symlink becomes a regular file, its target is untouched.
+  std::string commit = repo.commit_writes(base, {{"trainer/model/link.cu", "x"}}, "replace", "");
+  ASSERT_FALSE(commit.empty());
+  repo.checkout_detached(commit);
+  EXPECT_FALSE(std::filesystem::is_symlink(root / "trainer/model/link.cu"));
+  EXPECT_EQ(read_file(root / "trainer/model/link.cu"), "x");
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "outside"));
+}
+
+TEST_F(GitRepoTest, TrackedFilesAreTheIndexPaths) {
+  GitRepo repo(root);
+  EXPECT_THAT(repo.tracked_files(), ::testing::UnorderedElementsAre(".gitignore", "trainer/harness/eval.h", "trainer/train.cu"));
+}
+
 TEST(BlobHash, MatchesGit) {
   testing::TempDir dir;
   write_file(dir / "f", "hello\n");

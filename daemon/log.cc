@@ -1,12 +1,21 @@
 // See log.h.
 #include "daemon/log.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <ctime>
+
+#include "daemon/state_dir.h"
 
 namespace ard {
 
 Log::Log(const std::filesystem::path& path, bool echo) : echo_(echo) {
-  if (!path.empty()) file_ = std::fopen(path.c_str(), "ae");  // close-on-exec: children never inherit it
+  if (!path.empty()) {
+    // Owner-only, close-on-exec: children never inherit it.
+    int fd = open_owner_only(path, O_WRONLY | O_APPEND);
+    if (fd >= 0 && !(file_ = fdopen(fd, "a"))) close(fd);
+  }
   if (!file_) echo_ = true;  // a log that cannot be opened still reaches stderr
 }
 

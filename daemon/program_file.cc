@@ -1,44 +1,70 @@
 // See program_file.h.
 #include "daemon/program_file.h"
 
-#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
+#include <cstring>
 
 namespace ard {
+namespace {
 
-ProgramFile read_program_file(const std::filesystem::path& path) {
+constexpr const char* kWaiting = "; waiting for it before the next proposal";
+
+ProgramFile problem(ProgramFile::Problem p, std::string message) {
   ProgramFile out;
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    int err = errno;
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec) && !ec) {
-      out.problem = ProgramFile::Problem::missing;
-      out.message = path.string() + " is missing; waiting for it before the next proposal";
-    } else {
-      out.problem = ProgramFile::Problem::unreadable;
-      out.message = path.string() + ": cannot read: " + (err ? strerror(err) : "unknown error") +
-                    "; waiting for it before the next proposal";
+  out.problem = p;
+  out.message = std::move(message);
+  return out;
+}
+
+}  // namespace
+
+ProgramFile read_program_file(const std::filesystem::path& path, int64_t max_bytes) {
+  using P = ProgramFile::Problem;
+  // O_NONBLOCK: opening a FIFO planted under the name must not hang the daemon.
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return problem(P::missing, path.string() + " is missing" + kWaiting);
+    return problem(P::unreadable, path.string() + ": cannot read: " + strerror(errno) + kWaiting);
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return problem(P::unreadable, path.string() + " is not a regular file" + kWaiting);
+  }
+  auto too_large = [&](int64_t size) {
+    return path.filename().string() + " is " + std::to_string(size) + " bytes, over max_program_bytes = " +
+           std::to_string(max_bytes) + ": shorten it or raise max_program_bytes";
+  };
+  if (st.st_size > max_bytes) {
+    close(fd);
+    return problem(P::too_large, too_large(st.st_size));
+  }
+  // At most one byte past the limit: the file may grow after the fstat.
+  std::string content(static_cast<size_t>(max_bytes) + 1, '\0');
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = read(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return problem(P::unreadable, path.string() + ": cannot read: " + strerror(err) + kWaiting);
     }
-    return out;
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    out.problem = ProgramFile::Problem::unreadable;
-    out.message = path.string() + ": read error; waiting for it before the next proposal";
-    return out;
-  }
-  out.content = ss.str();
-  if (out.content.find_first_not_of(" \t\r\n") == std::string::npos) {
-    out.problem = ProgramFile::Problem::empty;
-    out.message = path.string() + " is empty; waiting for it before the next proposal";
-    out.content.clear();
-  }
+  close(fd);
+  if (done > static_cast<size_t>(max_bytes))
+    return problem(P::too_large, too_large(static_cast<int64_t>(done)) + " (it grew while being read)");
+  content.resize(done);
+  if (content.find_first_not_of(" \t\r\n") == std::string::npos)
+    return problem(P::empty, path.string() + " is empty" + kWaiting);
+  ProgramFile out;
+  out.content = std::move(content);
   return out;
 }
 

@@ -2,6 +2,8 @@
 // read as an empty program.
 #include "daemon/program_file.h"
 
+#include <sys/stat.h>
+
 #include "testing/test_util.h"
 
 namespace ard {
@@ -40,6 +42,17 @@ TEST(ProgramFile, ADirectoryIsUnreadable) {
   ProgramFile p = read_program_file(dir / "program.md");
   EXPECT_FALSE(p.ok());
   EXPECT_NE(p.problem, ProgramFile::Problem::missing);
+}
+
+TEST(ProgramFile, ATooLargeFileIsRefusedAndAFifoDoesNotBlock) {
+  testing::TempDir dir;
+  testing::write_file(dir / "program.md", std::string(2000, 'x'));
+  ProgramFile p = read_program_file(dir / "program.md", 1000);
+  EXPECT_EQ(p.problem, ProgramFile::Problem::too_large);
+  EXPECT_EQ(p.message, "program.md is 2000 bytes, over max_program_bytes = 1000: shorten it or raise max_program_bytes");
+  EXPECT_TRUE(read_program_file(dir / "program.md", 2000).ok());
+  ASSERT_EQ(mkfifo((dir / "fifo.md").c_str(), 0600), 0);
+  EXPECT_EQ(read_program_file(dir / "fifo.md").problem, ProgramFile::Problem::unreadable);
 }
 
 }  // namespace

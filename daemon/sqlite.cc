@@ -1,12 +1,33 @@
 // See sqlite.h.
 #include "daemon/sqlite.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 namespace ard {
+namespace {
+
+/// Creates the database file (and narrows it and its WAL files) to 0600 before
+/// SQLite opens it: SQLite gives the WAL and shared-memory files the database's mode.
+void make_owner_only(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.starts_with("file:")) return;
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || fchmod(fd, 0600) != 0) {
+    std::string why = strerror(errno);
+    if (fd >= 0) close(fd);
+    throw SqliteError(path + ": cannot open: " + why);
+  }
+  close(fd);
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) chmod((path + suffix).c_str(), 0600);  // absent: ENOENT, fine
+}
+
+}  // namespace
 
 double busy_backoff(int attempt) {
   double s = std::min(2.0, 0.05 * static_cast<double>(1 << std::min(attempt, 6)));
@@ -15,6 +36,7 @@ double busy_backoff(int attempt) {
 }
 
 Database::Database(const std::string& path, OpenMode mode, BusyPolicy busy) : path_(path), busy_(busy) {
+  if (mode != OpenMode::kReadOnly) make_owner_only(path);
   int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <thread>
+#include <sys/stat.h>
 
 #include "testing/test_util.h"
 
@@ -44,6 +45,20 @@ class ExclusiveHolder {
 void make_table(Database& db) {
   db.prepare("PRAGMA journal_mode=WAL").step();
   db.exec("CREATE TABLE IF NOT EXISTS t(i INTEGER, b BLOB)");
+}
+
+TEST(Sqlite, DatabaseAndWalOnlyItsOwnerCanRead) {
+  testing::TempDir dir;
+  const std::string path = (dir / "results.db").string();
+  testing::write_file(path, "");
+  chmod(path.c_str(), 0644);  // as an older daemon left it
+  Database db(path);
+  db.exec("PRAGMA journal_mode=WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+  for (const std::string& p : {path, path + "-wal"}) {
+    struct stat st;
+    ASSERT_EQ(stat(p.c_str(), &st), 0) << p;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << p;
+  }
 }
 
 TEST(Sqlite, BindsAndReadsEveryType) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -11,7 +12,22 @@
 
 namespace ard {
 
-void StateDir::create() const { std::filesystem::create_directories(logs()); }
+void StateDir::create() const {
+  std::filesystem::create_directories(logs());
+  for (const auto& dir : {root, logs()}) std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+}
+
+int open_owner_only(const std::filesystem::path& path, int flags) {
+  int fd = open(path.c_str(), flags | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  if (fchmod(fd, 0600) != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
 
 std::optional<std::filesystem::path> state_dir_owner(const std::filesystem::path& dir) {
   std::error_code ec;
@@ -27,7 +43,7 @@ std::optional<std::filesystem::path> state_dir_owner(const std::filesystem::path
 }
 
 std::optional<DaemonLock> DaemonLock::acquire(const std::filesystem::path& pid_file) {
-  int fd = open(pid_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open_owner_only(pid_file, O_RDWR);
   if (fd < 0) throw std::runtime_error("cannot open " + pid_file.string() + ": " + strerror(errno));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;

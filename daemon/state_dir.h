@@ -18,7 +18,8 @@ struct StateDir {
   std::filesystem::path log_file() const { return root / "daemon.log"; }
   std::filesystem::path logs() const { return root / "logs"; }
   std::filesystem::path worktree(const std::string& tag) const { return root / "worktrees" / tag; }
-  /// Creates root and logs/.
+  /// Creates root and logs/, both 0700 (an existing, wider directory is narrowed):
+  /// the database and the logs hold prompts, outputs and results of the user's only.
   void create() const;
 };
 
@@ -42,6 +43,10 @@ class DaemonLock {
   explicit DaemonLock(int fd) : fd_(fd) {}
   int fd_ = -1;
 };
+
+/// Opens path with flags | O_CREAT | O_CLOEXEC as a file only its owner can read
+/// or write (0600; an existing file is narrowed to 0600). The fd, or -1 with errno.
+int open_owner_only(const std::filesystem::path& path, int flags);
 
 /// The pid of the daemon holding the lock, or nullopt when none runs.
 std::optional<pid_t> running_daemon(const std::filesystem::path& pid_file);

@@ -1,6 +1,7 @@
 // Tests of the daemon lock: one holder at a time, visible to other processes.
 #include "daemon/state_dir.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,21 @@
 
 namespace ard {
 namespace {
+
+TEST(StateDir, OnlyItsOwnerCanEnterIt) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / ".autoresearchd/logs");
+  std::filesystem::permissions(dir / ".autoresearchd", std::filesystem::perms(0755));  // as an older daemon made it
+  StateDir state(dir.path());
+  state.create();
+  EXPECT_EQ(std::filesystem::status(state.root).permissions(), std::filesystem::perms::owner_all);
+  EXPECT_EQ(std::filesystem::status(state.logs()).permissions(), std::filesystem::perms::owner_all);
+  int fd = open_owner_only(state.root / "x.log", O_WRONLY);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_EQ(std::filesystem::status(state.root / "x.log").permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
 
 TEST(DaemonLock, OneHolderAtATime) {
   testing::TempDir dir;

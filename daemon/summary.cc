@@ -58,4 +58,10 @@ std::string fail_line(const std::string& output) {
   return "";
 }
 
+std::optional<std::string> tampered_reason(const std::string& fail_line) {
+  static constexpr std::string_view kPrefix = "FAIL: tampered: ";
+  if (!fail_line.starts_with(kPrefix)) return std::nullopt;
+  return fail_line.substr(kPrefix.size());
+}
+
 }  // namespace ard

@@ -22,4 +22,8 @@ std::optional<Summary> parse_summary(const std::string& output, const std::vecto
 /// The first line starting with "FAIL" (the trainer's failure line), or "".
 std::string fail_line(const std::string& output);
 
+/// For a FAIL line of the harness's integrity probes, "FAIL: tampered: <message>",
+/// the message (the experiment is then tampered, not crashed); otherwise nullopt.
+std::optional<std::string> tampered_reason(const std::string& fail_line);
+
 }  // namespace ard

@@ -45,6 +45,9 @@ TEST(Summary, NoBlockOrNoWantedKeyIsNoSummary) {
 TEST(Summary, FindsTheFailLine) {
   EXPECT_EQ(fail_line("step 1\nFAIL: loss is NaN at step 12\nmore\n"), "FAIL: loss is NaN at step 12");
   EXPECT_EQ(fail_line("all good\n"), "");
+  EXPECT_EQ(tampered_reason(fail_line("FAIL: tampered: causality: changing the tokens after position 5\n")),
+            "causality: changing the tokens after position 5");
+  EXPECT_EQ(tampered_reason("FAIL: loss is NaN at step 12"), std::nullopt);
 }
 
 }  // namespace

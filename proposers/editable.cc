@@ -36,7 +36,71 @@ bool match_from(std::string_view g, std::string_view p) {
   return p.empty();
 }
 
+/// The directories whose every file is protected, with a file to name in messages.
+constexpr std::pair<std::string_view, std::string_view> kProtectedDirs[] = {
+    {"trainer/harness", "trainer/harness/eval.h"},
+    {".git", ".git/config"},
+    {".autoresearchd", ".autoresearchd/results.db"},
+};
+
+/// Protected paths every glob is tried against, whatever the repo tracks.
+constexpr std::string_view kProtectedProbes[] = {
+    "trainer/harness/eval.h", "trainer/harness/probe_model.h", "trainer/harness/CMakeLists.txt",
+    "CMakeLists.txt",         "trainer/CMakeLists.txt",        "cmake/x.cmake",
+    "trainer/x.cmake",        ".git/config",
+    ".git/hooks/pre-commit",  ".autoresearchd/results.db",     ".autoresearchd/worktrees/main/trainer/train.cu",
+};
+
+bool within(std::string_view path, std::string_view dir) {
+  return path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+/// The glob's segments before the first one with a wildcard, joined by '/'.
+std::string literal_dir(std::string_view glob) {
+  std::string out;
+  while (true) {
+    size_t slash = glob.find('/');
+    std::string_view seg = glob.substr(0, slash);
+    if (slash == std::string_view::npos || seg.find_first_of("*?") != std::string_view::npos) return out;
+    if (!out.empty()) out += '/';
+    out += seg;
+    glob.remove_prefix(slash + 1);
+  }
+}
+
 }  // namespace
+
+bool is_protected_path(const std::string& path) {
+  for (const auto& [dir, example] : kProtectedDirs)
+    if (within(path, dir)) return true;
+  std::string_view name = path;
+  if (size_t slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  return name == "CMakeLists.txt" || name.ends_with(".cmake");
+}
+
+std::string check_editable_globs(const std::vector<std::string>& globs, const std::vector<std::string>& tracked) {
+  for (size_t i = 0; i < globs.size(); ++i) {
+    const std::string& g = globs[i];
+    auto refuse = [&](std::string_view path) {
+      return "editable[" + std::to_string(i) + "]: \"" + g + "\" would let an edit change " + std::string(path);
+    };
+    for (std::string_view probe : kProtectedProbes)
+      if (glob_match(g, std::string(probe))) return refuse(probe);
+    for (const auto& path : tracked)
+      if (is_protected_path(path) && glob_match(g, path)) return refuse(path);
+    if (g.find_first_of("*?") == std::string::npos) {
+      if (is_protected_path(g)) return refuse(g);
+      continue;
+    }
+    const std::string dir = literal_dir(g);
+    for (const auto& [protected_dir, example] : kProtectedDirs) {
+      if (within(dir, protected_dir)) return refuse(std::string(protected_dir) + "/...");
+      if (g.find("**") != std::string::npos && (dir.empty() || within(protected_dir, dir)))
+        return refuse(std::string(protected_dir) + "/...");
+    }
+  }
+  return "";
+}
 
 bool glob_match(const std::string& glob, const std::string& path) { return match_from(glob, path); }
 
@@ -48,6 +112,8 @@ bool EditablePaths::contains(const std::string& path) const {
 
 std::string EditablePaths::check_write(const std::string& path) const {
   if (path.empty()) return "edit has an empty path";
+  for (unsigned char c : path)
+    if (c < 0x20 || c == 0x7f) return "edit path has a NUL or control character: refused";
   if (path.front() == '/' || path.find('\\') != std::string::npos)
     return "edit path '" + path + "' is not a relative '/' path";
   std::string_view rest = path;
@@ -60,6 +126,8 @@ std::string EditablePaths::check_write(const std::string& path) const {
     rest.remove_prefix(slash + 1);
   }
   if (!contains(path)) return "edit touches " + path + ", which is not editable";
+  if (is_protected_path(path))
+    return "edit touches " + path + ", which is never editable (the harness, a build file, .git or the daemon's state)";
   return {};
 }
 

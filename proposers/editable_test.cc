@@ -38,5 +38,56 @@ TEST(Editable, RejectsPathsOutsideTheGlobsWithTheReason) {
   EXPECT_NE(all.check_write(".git/config"), "");
 }
 
+TEST(Editable, RefusesNulAndControlCharacters) {
+  EditablePaths e({"trainer/train.cu", "trainer/model/**"});
+  // A NUL path is matched in full but a write stops at the NUL: a file other than the one checked.
+  EXPECT_EQ(e.check_write(std::string("trainer/model/a.cu\0.sh", 22)),
+            "edit path has a NUL or control character: refused");
+  EXPECT_NE(e.check_write("trainer/model/a\nb.cu"), "");
+  EXPECT_NE(e.check_write("trainer/model/a\x1b[2Jb.cu"), "");
+  EXPECT_NE(e.check_write("trainer/model/a\x7f.cu"), "");
+  EXPECT_EQ(e.check_write("trainer/model/utf8-\xc3\xa9.cu"), "");  // bytes above 0x7f are not control characters
+}
+
+TEST(Editable, ProtectedPathsAreNeverWritableWhateverTheGlobs) {
+  EditablePaths e({"trainer/model/**"});
+  EXPECT_EQ(e.check_write("trainer/model/CMakeLists.txt"),
+            "edit touches trainer/model/CMakeLists.txt, which is never editable (the harness, a build file, .git or "
+            "the daemon's state)");
+  EXPECT_NE(e.check_write("trainer/model/extra.cmake"), "");
+  EXPECT_EQ(e.check_write("trainer/model/cmake.cu"), "");
+  EXPECT_TRUE(is_protected_path("trainer/harness/eval.h"));
+  EXPECT_TRUE(is_protected_path(".autoresearchd/results.db"));
+  EXPECT_TRUE(is_protected_path("CMakeLists.txt"));
+  EXPECT_FALSE(is_protected_path("trainer/harnessx/a.h"));
+  EXPECT_FALSE(is_protected_path("trainer/train.cu"));
+}
+
+TEST(EditableGlobs, RefusesGlobsThatReachTheHarnessNamingThem) {
+  const std::vector<std::string> tracked = {"trainer/train.cu", "trainer/model/attention.cu",
+                                            "trainer/harness/eval.h", "trainer/harness/loader.cc",
+                                            "trainer/CMakeLists.txt", "daemon/cli.cc", "cmake/deps.cmake"};
+  EXPECT_EQ(check_editable_globs({"trainer/train.cu", "trainer/model/**"}, tracked), "");
+  EXPECT_EQ(check_editable_globs({"trainer/model/*.cu", "trainer/*.cu"}, tracked), "");
+  EXPECT_EQ(check_editable_globs({"**"}, tracked), "editable[0]: \"**\" would let an edit change trainer/harness/eval.h");
+  EXPECT_EQ(check_editable_globs({"trainer/train.cu", "trainer/**"}, tracked),
+            "editable[1]: \"trainer/**\" would let an edit change trainer/harness/eval.h");
+  EXPECT_EQ(check_editable_globs({"trainer/harness/eval.h"}, tracked),
+            "editable[0]: \"trainer/harness/eval.h\" would let an edit change trainer/harness/eval.h");
+  EXPECT_EQ(check_editable_globs({"trainer/*"}, tracked),
+            "editable[0]: \"trainer/*\" would let an edit change trainer/CMakeLists.txt");
+  EXPECT_EQ(check_editable_globs({"*/deps.*"}, tracked), "editable[0]: \"*/deps.*\" would let an edit change cmake/deps.cmake");
+  EXPECT_EQ(check_editable_globs({"*/config"}, {}), "editable[0]: \"*/config\" would let an edit change .git/config");
+  // By shape: no file there yet, but the glob would reach one.
+  EXPECT_EQ(check_editable_globs({"trainer/harness/new_*.h"}, {}),
+            "editable[0]: \"trainer/harness/new_*.h\" would let an edit change trainer/harness/...");
+  EXPECT_EQ(check_editable_globs({"**/*.cu"}, {}),
+            "editable[0]: \"**/*.cu\" would let an edit change .autoresearchd/worktrees/main/trainer/train.cu");
+  EXPECT_EQ(check_editable_globs({"trainer/**/*.cu"}, {}),
+            "editable[0]: \"trainer/**/*.cu\" would let an edit change trainer/harness/...");
+  EXPECT_EQ(check_editable_globs({"trainer/harness"}, {}),
+            "editable[0]: \"trainer/harness\" would let an edit change trainer/harness");
+}
+
 }  // namespace
 }  // namespace ard

@@ -13,7 +13,7 @@ packages=(
   nlohmann-json3-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev
   libcli11-dev libtomlplusplus-dev
   libpcre2-dev liblzma-dev zlib1g-dev libzstd-dev
-  python3
+  python3 bubblewrap
   chromium libjs-chart.js gnuplot-nox
 )
 

@@ -2,9 +2,13 @@
 // backward over the kernels of model/), the optimizer set-up, the schedules
 // and the training loop. The harness (harness/) owns the data, the time
 // budget, the evaluation and the summary; this file is what experiments edit.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,8 @@
 #include "harness/dataset.h"
 #include "harness/eval.h"
 #include "harness/loader.h"
+#include "harness/probe_model.h"
+#include "harness/probes.h"
 #include "harness/run_options.h"
 #include "model/attention.cuh"
 #include "model/batch_stager.cuh"
@@ -452,6 +458,83 @@ int run_check(unsigned long seed) {
 }
 
 // ---- training ----
+// ---- the integrity probes' view of the model (harness/probe_model.h) ----
+__global__ void softcap_to_float(float* out, const bf16* logits, long n, float cap) {
+  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = cap * tanhf(__bfloat162float(logits[i]) / cap);
+}
+
+/// The model as the harness's probes and evaluation see it. Losses come from the
+/// evaluation's own path (staging, forward, the loss buffer); logits are lm_head's
+/// product of the final hidden state, in bf16 as the loss's product, soft-capped as
+/// the cross-entropy caps them. Rows fewer than the model's batch are padded with
+/// copies of the first row (rows do not see each other).
+class ProbeAdapter final : public harness::ProbeModel {
+ public:
+  ProbeAdapter(GPT<bf16>& model, BatchStager& stager, cudaStream_t st)
+      : model_(model), stager_(stager), st_(st), batch_(size_t(model.B) * (model.c.seq_len + 1)) {
+    const size_t n = size_t(model.c.seq_len) * model.c.vocab;
+    cudaCheck(cudaMalloc(&logits_bf16_, sizeof(bf16) * n));
+    cudaCheck(cudaMalloc(&logits_f32_, sizeof(float) * n));
+  }
+  ~ProbeAdapter() override {
+    cudaFree(logits_bf16_);
+    cudaFree(logits_f32_);
+  }
+  ProbeAdapter(const ProbeAdapter&) = delete;
+  ProbeAdapter& operator=(const ProbeAdapter&) = delete;
+
+  int vocab_size() const override { return model_.c.vocab; }
+  int max_probe_rows() const override { return model_.B; }
+  std::vector<int> attention_windows() const override {
+    std::vector<int> w;
+    for (int i = 0; i < model_.c.depth; i++)
+      if (std::find(w.begin(), w.end(), model_.c.window(i)) == w.end()) w.push_back(model_.c.window(i));
+    return w;
+  }
+
+  void logits(const uint16_t* rows, int batch_rows, int seq_len, float* logits_out) override {
+    forward(rows, batch_rows, seq_len);
+    const int C = model_.c.dim, V = model_.c.vocab;
+    const long n = long(seq_len) * V;
+    for (int b = 0; b < batch_rows; b++) {
+      matmul<bf16, bf16>(model_.blas, logits_bf16_, V, model_.xf + long(b) * seq_len * C, C, false,
+                         model_.p.wt(model_.lm_head), C, true, seq_len, V, C);
+      softcap_to_float<<<unsigned((n + 255) / 256), 256, 0, st_>>>(logits_f32_, logits_bf16_, n, SOFTCAP);
+      cudaCheck(cudaGetLastError());
+      cudaCheck(cudaMemcpyAsync(logits_out + b * n, logits_f32_, sizeof(float) * n, cudaMemcpyDeviceToHost, st_));
+    }
+    cudaCheck(cudaStreamSynchronize(st_));
+  }
+
+  void per_token_losses(const uint16_t* rows, int batch_rows, int seq_len, float* losses_out) override {
+    forward(rows, batch_rows, seq_len);
+    cudaCheck(cudaMemcpyAsync(losses_out, model_.losses, sizeof(float) * batch_rows * seq_len,
+                              cudaMemcpyDeviceToHost, st_));
+    cudaCheck(cudaStreamSynchronize(st_));
+  }
+
+ private:
+  void forward(const uint16_t* rows, int batch_rows, int seq_len) {
+    if (seq_len != model_.c.seq_len || batch_rows < 1 || batch_rows > model_.B)
+      throw std::invalid_argument("probe batch of " + std::to_string(batch_rows) + " x " + std::to_string(seq_len) +
+                                  " does not fit the model's " + std::to_string(model_.B) + " x " +
+                                  std::to_string(model_.c.seq_len));
+    const size_t row = size_t(seq_len) + 1;
+    for (int b = 0; b < model_.B; b++)
+      std::memcpy(batch_.data() + b * row, rows + (b < batch_rows ? b : 0) * row, sizeof(uint16_t) * row);
+    stager_.upload(batch_.data(), st_);
+    model_.forward(stager_.inputs, stager_.targets, 0.0f);
+  }
+
+  GPT<bf16>& model_;
+  BatchStager& stager_;
+  cudaStream_t st_;
+  std::vector<uint16_t> batch_;
+  bf16* logits_bf16_ = nullptr;
+  float* logits_f32_ = nullptr;
+};
+
 int train(const harness::RunOptions& opt) {
   harness::TokenShard train_shard(opt.data_dir, "train"), val_shard(opt.data_dir, "val");
   const std::vector<int32_t> token_bytes = harness::load_token_bytes(opt.data_dir);
@@ -553,16 +636,13 @@ int train(const harness::RunOptions& opt) {
     twin::write_manifest(opt.dump_init_dir, conf, model.p, {opt.steps, grad_accum, B, T + 1}, losses, lrms);
   }
 
-  // evaluation through the harness: per-token losses of fixed validation batches
-  const double val_bpb = harness::evaluate_bpb(
-      val_shard, token_bytes, opt.eval_tokens, B, T,
-      [&](const uint16_t* rows, int batch_rows, int seq_len, float* losses_out) {
-        stager.upload(rows, st);
-        model.forward(stager.inputs, stager.targets, 0.0f);
-        cudaCheck(cudaMemcpyAsync(losses_out, model.losses, sizeof(float) * batch_rows * seq_len,
-                                  cudaMemcpyDeviceToHost, st));
-        cudaCheck(cudaStreamSynchronize(st));
-      });
+  // evaluation through the harness: the integrity probes, then per-token losses of fixed
+  // validation batches, both through the same adapter (a failed probe throws: FAIL: tampered: ...)
+  ProbeAdapter probe_model(model, stager, st);
+  harness::ProbeSettings probe_settings;
+  probe_settings.seed = std::random_device{}();
+  const double val_bpb =
+      harness::evaluate_bpb(val_shard, token_bytes, opt.eval_tokens, B, T, probe_model, probe_settings);
   harness::Summary s;
   s.val_bpb = val_bpb;
   s.training_seconds = clock.counted_seconds();

@@ -59,4 +59,15 @@ double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_byt
   return meter.bpb();
 }
 
+double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes, long eval_tokens,
+                    int batch_rows, int seq_len, ProbeModel& model, const ProbeSettings& probes,
+                    ValidationPacking packing) {
+  const ProbeResult result = run_integrity_probes(model, val, seq_len, probes);
+  if (!result.ok) throw TamperedError(result.message);
+  return evaluate_bpb(
+      val, token_bytes, eval_tokens, batch_rows, seq_len,
+      [&](const uint16_t* rows, int b, int t, float* losses_out) { model.per_token_losses(rows, b, t, losses_out); },
+      packing);
+}
+
 }  // namespace harness

@@ -12,9 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "harness/dataset.h"
+#include "harness/probe_model.h"
+#include "harness/probes.h"
 
 namespace harness {
 
@@ -57,6 +61,21 @@ enum class ValidationPacking {
 /// batches) and returns val_bpb.
 double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes,
                     long eval_tokens, int batch_rows, int seq_len, const BatchLossFn& losses,
+                    ValidationPacking packing = ValidationPacking::kReference);
+
+/// Thrown by the probed evaluation when an integrity probe fails; what() is
+/// "tampered: <probe message>", so the trainer's `FAIL: <what()>` line is the
+/// daemon's `FAIL: tampered: ...` (docs/CONTRACTS.md).
+class TamperedError : public std::runtime_error {
+ public:
+  explicit TamperedError(const std::string& probe_message) : std::runtime_error("tampered: " + probe_message) {}
+};
+
+/// The evaluation the trainer uses: the integrity probes (probes.h) on the trained
+/// model, then val_bpb through model.per_token_losses, the very losses the probes
+/// checked. Throws TamperedError for a failed probe.
+double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes, long eval_tokens,
+                    int batch_rows, int seq_len, ProbeModel& model, const ProbeSettings& probes,
                     ValidationPacking packing = ValidationPacking::kReference);
 
 }  // namespace harness

@@ -1,0 +1,57 @@
+// The sandbox every child runs in: the bubblewrap (bwrap) command line that
+// wraps a build, a stage or prepare, and the probe that says whether bwrap can
+// run here. The runner spawns the argv this returns in place of the child's own.
+//
+// Inside: its own PID, IPC and UTS namespaces (and network unless allowed), a
+// fresh /proc that shows only the sandbox's processes, a minimal /dev with the
+// GPU's /dev/nvidia* devices, a tmpfs /tmp, the whole filesystem read-only, and
+// only the listed directories writable. Every capability is dropped, so a child
+// run as root cannot remount anything writable. When the sandbox's first process
+// exits or is killed, the kernel kills every process left in its PID namespace,
+// setsid or not; --die-with-parent does the same when the runner dies.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ard {
+
+struct SandboxSpec {
+  std::filesystem::path worktree;                 ///< writable; its `.git` file stays read-only
+  std::filesystem::path scratch;                  ///< writable; the child's private scratch space
+  std::vector<std::filesystem::path> extra_rw;    ///< writable too (the data cache, for prepare only)
+  std::vector<std::filesystem::path> read_only;   ///< kept read-only even under a writable dir (the repo's .git)
+  std::vector<std::filesystem::path> devices;     ///< device nodes bound in (nvidia_devices())
+  bool network = false;                           ///< false: an empty network namespace (no loopback peers)
+  std::filesystem::path cwd;                      ///< the child's working directory; the worktree if empty
+  std::vector<std::string> argv;                  ///< the command, argv[0] looked up in PATH
+};
+
+/// The full argv: `bwrap <options> -- <spec.argv...>`. Mounts are ordered by
+/// path depth (a deeper path is mounted later and wins), read-only before writable
+/// at equal depth, so a read-only path inside a writable one (the repo's .git
+/// when the worktree is the repo, the worktree's .git file) stays read-only.
+/// The worktree's git metadata (its .git file, the gitdir it points to and the
+/// repository's common dir) is always read-only. A writable dir inside a read-only
+/// one is writable (the deeper mount wins): the caller lists what it means.
+/// Throws std::invalid_argument for a relative path, an empty argv, or a path
+/// that is both writable and read-only.
+std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string& bwrap = "bwrap");
+
+/// The /dev/nvidia* entries under dev (the GPU's device nodes and nvidia-caps).
+std::vector<std::filesystem::path> nvidia_devices(const std::filesystem::path& dev = "/dev");
+
+/// nullopt when bwrap is on PATH and can create the namespaces the sandbox uses;
+/// otherwise one line: what is wrong and how to fix it.
+std::optional<std::string> sandbox_unavailable(const std::string& bwrap = "bwrap");
+
+/// Why `start` refuses to run under [sandbox] mode (nullopt: it may run): mode
+/// "bwrap" with a bwrap that is missing or cannot create its namespaces.
+std::optional<std::string> sandbox_start_refusal(const std::string& mode, const std::string& bwrap = "bwrap");
+
+/// The line `status` prints under mode "off", "" otherwise.
+std::string sandbox_off_warning(const std::string& mode);
+
+}  // namespace ard
