@@ -24,6 +24,7 @@
 #include "daemon/fatal_error.h"
 #include "daemon/process_groups.h"
 #include "daemon/program_file.h"
+#include "daemon/sandbox.h"
 #include "daemon/summary.h"
 
 namespace ard {
@@ -389,7 +390,7 @@ void Engine::request_proposals() {
   // The breaker: experiments that keep failing the same way cost no more calls.
   if (auto p = breaker_.paused()) return pause_proposals(breaker_.status_line(), p->until);
   // An editor's save may remove program.md for a moment: never propose without it.
-  ProgramFile program = read_program_file(config_.repo / config_.program);
+  ProgramFile program = read_program_file(config_.repo / config_.program, config_.max_program_bytes);
   if (!program.ok())
     return pause_proposals("paused: " + program.message + "; waiting for it", now_seconds() + config_.retry_wait_s);
   if (!paused_.empty() && proposals_running_ == 0) pause_proposals("", 0);
@@ -579,6 +580,7 @@ void Engine::start_build(Candidate& c, int slot) {
   ++builds_running_;
   ChildSpec spec;
   spec.command = config_.build_command;
+  spec.wrapper = sandbox_wrapper(slot);
   spec.cwd = slots_[slot].path;
   spec.env = env_;
   spec.log = log_path(c, "build");
@@ -645,6 +647,7 @@ void Engine::start_stage(Candidate& c) {
   store_.set_stage(c.id, "running", s.name, now, now + s.timeout_s, now + s.expected_s);
   ChildSpec spec;
   spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string());
+  spec.wrapper = sandbox_wrapper(c.slot);
   spec.cwd = slots_[c.slot].path;
   spec.env = child_env(workers_[c.worker].gpu);
   spec.log = log_path(c, s.name);
@@ -811,6 +814,22 @@ void Engine::release(Candidate& c) {
 
 // ---------------------------------------------------------------- helpers
 
+std::vector<std::string> Engine::sandbox_wrapper(int slot) const {
+  if (config_.sandbox.mode != "bwrap") return {};
+  SandboxSpec box;
+  box.worktree = slots_[slot].path;
+  box.scratch = state_.root / "scratch" / std::to_string(slot);
+  std::filesystem::create_directories(box.scratch);
+  box.read_only = {config_.repo / ".git"};
+  if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
+  box.devices = nvidia_devices();
+  box.network = config_.sandbox.network;
+  box.argv = {"/bin/sh"};
+  std::vector<std::string> argv = sandbox_argv(box);
+  argv.pop_back();  // the child process appends the shell and its gate
+  return argv;
+}
+
 void Engine::record_group(int64_t id, pid_t pgid) {
   // The leader is held at the gate, so its start time is readable here.
   if (auto start = process_start_time(pgid)) store_.set_pgid(id, pgid, *start);
@@ -829,12 +848,9 @@ std::string Engine::tamper_check(const Candidate& c) {
 }
 
 std::string Engine::read_program(std::string& hash) {
-  std::filesystem::path path = config_.repo / config_.program;
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  if (in) ss << in.rdbuf();
-  else log_("warning: cannot read " + path.string() + "; proposing without it");
-  std::string content = ss.str();
+  // request_proposals checked it a moment ago; a file that went since reads as
+  // empty here, and the next request waits for it.
+  std::string content = read_program_file(config_.repo / config_.program, config_.max_program_bytes).content;
   hash = blob_hash(content);
   store_.put_program(hash, content);
   return content;

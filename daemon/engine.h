@@ -157,6 +157,10 @@ class Engine {
   void keep(Candidate& c, double value, const std::string& why);
 
   // Helpers.
+  /// The bubblewrap command line that confines a child of this slot (the slot
+  /// and its scratch writable, the data read-only), ending in `--`; empty with
+  /// `sandbox.mode = "off"`.
+  std::vector<std::string> sandbox_wrapper(int slot) const;
   /// Records a child's group (and its leader's start time) before it runs.
   void record_group(int64_t id, pid_t pgid);
   std::string tamper_check(const Candidate& c);

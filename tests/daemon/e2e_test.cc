@@ -243,7 +243,9 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
 }
 
 TEST_F(DaemonE2E, SigkillMidRunThenRestartReconciles) {
-  write_config(60);
+  // Unconfined, a child outlives a killed daemon (in the sandbox it dies with
+  // it): the restart must find its group and kill it.
+  write_config(60, "[sandbox]\nmode = \"off\"\n");
   write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n"), edit("improve", "val_bpb 0.9\n")}));
   pid_t first = spawn_daemon("first.log");
   auto rows = wait_for([](const auto& r) { return r.size() == 2 && r[1].state == "running" && r[1].stage == "train" && r[1].pgid; });
