@@ -23,6 +23,7 @@
 #include "daemon/evaluated_reconcile.h"
 #include "daemon/fatal_error.h"
 #include "daemon/process_groups.h"
+#include "daemon/report.h"
 #include "daemon/program_file.h"
 #include "daemon/sandbox.h"
 #include "daemon/summary.h"
@@ -863,7 +864,7 @@ std::vector<HistoryEntry> Engine::history() {
     HistoryEntry h;
     h.id = r.id;
     h.commit = short_id(r.commit);
-    h.description = r.description;
+    h.description = display_description(r);  // a proposer error says so, never ""
     h.val_bpb = r.val_bpb;
     h.status = r.state;
     h.baseline = r.is_baseline;
