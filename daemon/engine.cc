@@ -673,6 +673,9 @@ void Engine::on_stage_exit(int64_t id, const ProcessResult& r) {
     return fail(*c, status::kTimeout, "stage " + s.name + " " + r.describe(), tail);
   if (!r.ok()) {
     std::string fl = fail_line(file_tail(log, 400, 65536));
+    // The harness's integrity probes failed: the experiment fooled the metric, it did not crash.
+    if (auto probe = tampered_reason(fl))
+      return fail(*c, status::kTampered, "stage " + s.name + ": integrity probe failed: " + *probe, tail);
     return fail(*c, status::kCrash, "stage " + s.name + " failed (" + r.describe() + ")" + (fl.empty() ? "" : ": " + fl),
                 tail);
   }

@@ -80,6 +80,17 @@ if grep -q "not found" "$EXTRA/ldd.txt"; then
 fi
 grep -c "$CHECKOUT/.device/ard/lib" "$EXTRA/ldd.txt" | sed 's/^/libraries from .device\/ard\/lib: /' | tee -a "$OUT/e2e.log"
 "$ARD" --help >/dev/null 2>&1 || die "the daemon does not start here"
+# The sandbox: the carried bubblewrap on PATH. Where it cannot make its namespaces, the run
+# goes on unconfined (sandbox.mode = "off", which `status` warns of) and says why here.
+export PATH=$CHECKOUT/.device/ard/bin:$PATH
+SANDBOX_TABLE=""
+if ! bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net true 2> "$EXTRA/bwrap.err"; then
+  echo "sandbox off: bwrap cannot make its namespaces here: $(head -1 "$EXTRA/bwrap.err")" | tee -a "$OUT/e2e.log"
+  SANDBOX_TABLE='[sandbox]
+mode = "off"'
+else
+  echo "sandbox: bwrap $(bwrap --version | awk '{print $2}') makes its namespaces here" | tee -a "$OUT/e2e.log"
+fi
 nvidia-smi --query-gpu=name,serial,driver_version,clocks.sm --format=csv,noheader | tee -a "$OUT/e2e.log"
 
 # 2. A research repo of its own, committed.
@@ -132,6 +143,8 @@ prepare = "$PREPARE"
 train = ["$CHECKOUT/data/corpus/train.jsonl.xz"]
 val = ["$CHECKOUT/data/corpus/val.jsonl.xz"]
 cache = "$WORK/cache"
+
+$SANDBOX_TABLE
 
 $2
 EOF

@@ -7,6 +7,8 @@
 #                                  rpath $ORIGIN, so their own dependencies are found there too;
 #                                  glibc's and the compiler's runtime libraries stay behind
 #                                  (Ubuntu 24.04's are newer and backward compatible)
+#   .device/ard/bin/bwrap          Debian's bubblewrap (the daemon's sandbox; the GPU machine has
+#                                  none), rpath $ORIGIN/../lib
 #   .device/ard/prepare            the harness's prepare, statically linked (the GPU machine
 #                                  lacks PCRE2's, xz's and zstd's development libraries)
 #   .device/ard.tar.xz             the same folder compressed: with the 52 MB corpus beside it,
@@ -37,7 +39,9 @@ cmake -S trainer -B "$PREP" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHARNESS_STATIC
 cmake --build "$PREP" -j2 --target prepare
 
 rm -rf "$ARD" .device/ard.tar.xz
-mkdir -p "$ARD/lib"
+mkdir -p "$ARD/lib" "$ARD/bin"
+command -v bwrap >/dev/null || { echo "device_pack: bwrap not found (apt-get install -y bubblewrap)" >&2; exit 1; }
+cp "$(command -v bwrap)" "$ARD/bin/bwrap"
 cp "$BUILD/daemon/autoresearchd" "$ARD/"
 strip "$ARD/autoresearchd"
 cp "$PREP/harness/prepare" "$ARD/"
@@ -52,23 +56,31 @@ base_lib() {
   esac
   return 1
 }
-ldd "$ARD/autoresearchd" | awk '/=> \//{print $1, $3}' | while read -r soname path; do
-  base_lib "$path" && continue
-  cp -L "$path" "$ARD/lib/$soname"
-  chmod u+w "$ARD/lib/$soname"
-  strip --strip-unneeded "$ARD/lib/$soname"
-  patchelf --set-rpath '$ORIGIN' "$ARD/lib/$soname"
-done
+# pack_libs BINARY: its libraries (but the base system's) into lib/, each with rpath $ORIGIN.
+pack_libs() {
+  ldd "$1" | awk '/=> \//{print $1, $3}' | while read -r soname path; do
+    base_lib "$path" && continue
+    [ -f "$ARD/lib/$soname" ] && continue
+    cp -L "$path" "$ARD/lib/$soname"
+    chmod u+w "$ARD/lib/$soname"
+    strip --strip-unneeded "$ARD/lib/$soname"
+    patchelf --set-rpath '$ORIGIN' "$ARD/lib/$soname"
+  done
+}
+pack_libs "$ARD/autoresearchd"
+pack_libs "$ARD/bin/bwrap"
 patchelf --set-rpath '$ORIGIN/lib' "$ARD/autoresearchd"
+patchelf --set-rpath '$ORIGIN/../lib' "$ARD/bin/bwrap"
 
 # Check here what the GPU machine will check: every library found in lib/ (none missing),
 # and that the packed binary starts.
-if ldd "$ARD/autoresearchd" | grep -q "not found"; then
-  ldd "$ARD/autoresearchd" | grep "not found" >&2
+if ldd "$ARD/autoresearchd" "$ARD/bin/bwrap" | grep -q "not found"; then
+  ldd "$ARD/autoresearchd" "$ARD/bin/bwrap" | grep "not found" >&2
   echo "device_pack: a library is not found through the rpath" >&2
   exit 1
 fi
 "$ARD/autoresearchd" --help >/dev/null
+"$ARD/bin/bwrap" --version >/dev/null
 
 mkdir -p data/corpus
 cp "$CORPUS/train.jsonl.xz" "$CORPUS/val.jsonl.xz" data/corpus/

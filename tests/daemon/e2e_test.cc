@@ -146,6 +146,7 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
        {"writes", {{{"path", "trainer/model/sub"}, {"content", "x\n"}}}}},          // #12 patch_rejected
       edit("reach 0.80", "val_bpb 0.80\nvram 4096\nseconds 0.2\n"),                  // #13 kept
       edit("fail loudly", "FAIL\n"),                                                  // #14 crash
+      edit("fool the metric", "val_bpb 0.1\nPROBE_FAIL\n"),                         // #15 tampered
   }));
   auto started = daemon("start --detach", "OPENAI_API_KEY=sk-should-not-leak");
   ASSERT_EQ(started.code, 0) << started.out;
@@ -156,7 +157,7 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_EQ(second.code, 1);
   EXPECT_THAT(second.out, HasSubstr("a daemon already runs"));
 
-  wait_for([](const auto& r) { return finished(r) >= 14; });
+  wait_for([](const auto& r) { return finished(r) >= 15; });
 
   auto running = daemon("status");
   EXPECT_EQ(running.code, 0);
@@ -168,11 +169,11 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_THAT(stopped.out, HasSubstr("stopped"));
   // The experiment that was waiting for a proposal recorded nothing and is gone.
   auto rows = Store(db_path().string()).experiments("e2e");
-  ASSERT_EQ(rows.size(), 14u);
+  ASSERT_EQ(rows.size(), 15u);
 
   const std::vector<std::string> want = {"kept",  "kept",  "discarded", "crash",   "timeout",
                                          "build_fail", "kept", "crash", "crash", "patch_rejected",
-                                         "tampered", "patch_rejected", "kept", "crash"};
+                                         "tampered", "patch_rejected", "kept", "crash", "tampered"};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].state, want[i]) << "#" << rows[i].id << " " << rows[i].error;
   EXPECT_TRUE(rows[0].is_baseline);
   EXPECT_EQ(rows[0].commit, base);
@@ -192,6 +193,8 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_EQ(rows[10].stage, "build");
   EXPECT_THAT(rows[11].error, HasSubstr("the edit cannot be applied"));
   EXPECT_THAT(rows[13].error, HasSubstr("FAIL: loss is NaN at step 3"));
+  // The harness's probes caught it: tampered, with the probe's message, never kept.
+  EXPECT_THAT(rows[14].error, HasSubstr("integrity probe failed: causality: row 0 position 5"));
   EXPECT_DOUBLE_EQ(*rows[12].peak_vram_mb, 4096);
 
   // The branch holds exactly the improving commits, in order, on the base.
@@ -215,7 +218,7 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_THAT(status.out, HasSubstr("not running (last stopped"));
   EXPECT_THAT(status.out, HasSubstr("best: 0.800000 at " + rows[12].commit.substr(0, 7)));
   EXPECT_THAT(status.out, HasSubstr(" 0.970000  +0.020000  discarded"));
-  EXPECT_THAT(status.out, HasSubstr("experiments: 14 finished"));
+  EXPECT_THAT(status.out, HasSubstr("experiments: 15 finished"));
   EXPECT_THAT(status.out, HasSubstr("per hour"));
   EXPECT_THAT(status.out, HasSubstr("training share of wall time"));
   EXPECT_THAT(status.out, HasSubstr("now: nothing"));
@@ -225,7 +228,7 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   std::vector<std::string> lines;
   std::istringstream in(tsv.out);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  ASSERT_EQ(lines.size(), 13u);  // header + 12 committed experiments (the rejected edits have no commit)
+  ASSERT_EQ(lines.size(), 14u);  // header + 13 committed experiments (the rejected edits have no commit)
   EXPECT_EQ(lines[0], "commit\tval_bpb\tmemory_gb\tstatus\tdescription");
   EXPECT_EQ(lines[1], base.substr(0, 7) + "\t1.000000\t1.0\tkeep\tbaseline");
   EXPECT_EQ(lines[3], rows[2].commit.substr(0, 7) + "\t0.970000\t1.0\tdiscard\tregress to 0.97");

@@ -8,6 +8,8 @@
 //   vram 2048         peak_vram_mb to report (default 1024)
 //   CRASH             abort (SIGABRT) during training
 //   FAIL              print "FAIL: loss is NaN at step 3" and exit 1
+//   PROBE_FAIL        print the harness's integrity-probe failure line
+//                     "FAIL: tampered: causality: ..." and exit 1
 //   HANG              never finish training (ignores SIGTERM too)
 //   NAN               report val_bpb: nan
 //   SILENT            print nothing and exit 0
@@ -218,6 +220,10 @@ int run(const char* path, const RunFlags& flags) {
     std::printf("step 1 | loss 8.50\n");
     std::fflush(stdout);
     std::abort();
+  }
+  if (has(lines, "PROBE_FAIL")) {
+    std::printf("FAIL: tampered: causality: row 0 position 5 changed by the tokens after it\n");
+    return 1;
   }
   if (has(lines, "FAIL")) {
     std::printf("FAIL: loss is NaN at step 3\n");

@@ -2,7 +2,9 @@
 // walk over the validation shard that feeds it.
 #include "harness/eval.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -62,8 +64,13 @@ double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_byt
 double evaluate_bpb(const TokenShard& val, const std::vector<int32_t>& token_bytes, long eval_tokens,
                     int batch_rows, int seq_len, ProbeModel& model, const ProbeSettings& probes,
                     ValidationPacking packing) {
+  const auto probes_start = std::chrono::steady_clock::now();
   const ProbeResult result = run_integrity_probes(model, val, seq_len, probes);
   if (!result.ok) throw TamperedError(result.message);
+  // Their cost is part of every experiment's time outside training: printed so it is measured.
+  std::printf("probes: passed in %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - probes_start).count());
+  std::fflush(stdout);
   return evaluate_bpb(
       val, token_bytes, eval_tokens, batch_rows, seq_len,
       [&](const uint16_t* rows, int b, int t, float* losses_out) { model.per_token_losses(rows, b, t, losses_out); },
