@@ -245,6 +245,62 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_EQ(daemon("show 999").code, 1);
 }
 
+TEST_F(DaemonE2E, WhatAStageLeavesOrChangesIsTamperedAndNeverWedgesTheNextExperiment) {
+  // In the sandbox (the default): the worktree is writable, so leftovers and
+  // edits reach it; the repo's .git is not, so a commit from a stage fails.
+  write_config(10);
+  write_script(nlohmann::json::array({
+      edit("leave a core file", "val_bpb 0.5\nLEAVE core\n"),                          // #2 tampered
+      edit("leave a checkpoint", "val_bpb 0.5\nLEAVE checkpoint.bin\n"),               // #3 tampered
+      edit("innocent", "val_bpb 0.95\n"),                                              // #4 kept
+      edit("edit itself after the commit", "val_bpb 0.5\nLEAVE trainer/train.cu\n"),  // #5 tampered
+      edit("edit the harness in training", "val_bpb 0.5\nLEAVE trainer/harness/eval.h\n"),  // #6 tampered
+      edit("innocent after", "val_bpb 0.9\n"),                                         // #7 kept
+      edit("commit from a stage", "val_bpb 0.99\nGIT_COMMIT\n"),                      // #8 discarded
+  }));
+  pid_t pid = spawn_daemon("daemon.log");
+  auto rows = wait_for([](const auto& r) { return finished(r) >= 8; });
+  kill(pid, SIGTERM);
+  int st;
+  waitpid(pid, &st, 0);
+  children.clear();
+  ASSERT_GE(rows.size(), 8u);
+  const std::vector<std::string> want = {"kept", "tampered", "tampered", "kept", "tampered", "tampered", "kept", "discarded"};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].state, want[i]) << "#" << rows[i].id << " " << rows[i].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("after stage train: the worktree differs from the experiment's commit: core"));
+  EXPECT_THAT(rows[2].error, HasSubstr("checkpoint.bin"));
+  EXPECT_THAT(rows[4].error, HasSubstr("trainer/train.cu"));
+  EXPECT_THAT(rows[5].error, HasSubstr("trainer/harness/eval.h"));
+  // The commit failed on the read-only .git; what ran is what was committed.
+  EXPECT_THAT(read_file(repo / ".autoresearchd/logs" / (std::to_string(rows[7].id) + "-train.log")),
+              HasSubstr("git commit: rc "));
+  EXPECT_EQ(trim(git("rev-parse refs/autoresearch/e2e/exp/" + std::to_string(rows[7].id)).out), rows[7].commit);
+  // Only the innocent changes reached the branch, and nothing a child left stayed behind.
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "innocent after\ninnocent\nbase\n");
+  auto wt = repo / ".autoresearchd/worktrees/e2e";
+  EXPECT_FALSE(std::filesystem::exists(wt / "core"));
+  EXPECT_FALSE(std::filesystem::exists(wt / "checkpoint.bin"));
+  EXPECT_EQ(read_file(wt / "trainer/harness/eval.h"), "// fixed evaluation\n");
+  EXPECT_EQ(read_file(repo / "trainer/harness/eval.h"), "// fixed evaluation\n");
+}
+
+TEST_F(DaemonE2E, UnconfinedACommitFromAStageIsTamperedAndTheBranchStays) {
+  write_config(10, "[sandbox]\nmode = \"off\"\n");
+  write_script(nlohmann::json::array({edit("commit from a stage", "val_bpb 0.5\nGIT_COMMIT\n"),  // #2 tampered
+                                      edit("innocent", "val_bpb 0.9\n")}));                     // #3 kept
+  pid_t pid = spawn_daemon("daemon.log");
+  auto rows = wait_for([](const auto& r) { return finished(r) >= 3; });
+  kill(pid, SIGTERM);
+  int st;
+  waitpid(pid, &st, 0);
+  children.clear();
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("HEAD (moved to"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "innocent\nbase\n");
+}
+
 TEST_F(DaemonE2E, SigkillMidRunThenRestartReconciles) {
   // Unconfined, a child outlives a killed daemon (in the sandbox it dies with
   // it): the restart must find its group and kill it.

@@ -8,6 +8,9 @@
 //   vram 2048         peak_vram_mb to report (default 1024)
 //   CRASH             abort (SIGABRT) during training
 //   FAIL              print "FAIL: loss is NaN at step 3" and exit 1
+//   LEAVE path        training appends a line to path (relative to the worktree):
+//                     a `core`, a checkpoint, an edit after the commit
+//   GIT_COMMIT        training runs `git commit --allow-empty` in the worktree
 //   PROBE_FAIL        print the harness's integrity-probe failure line
 //                     "FAIL: tampered: causality: ..." and exit 1
 //   HANG              never finish training (ignores SIGTERM too)
@@ -208,6 +211,17 @@ int run(const char* path, const RunFlags& flags) {
   }
   if (has(lines, "SILENT")) return 0;
   if (has(lines, "effect ")) return simulate(path, lines, flags);
+  for (const auto& line : lines) {
+    if (line.rfind("LEAVE ", 0) != 0) continue;
+    std::ofstream out(line.substr(6), std::ios::app);
+    out << "left by the run\n";
+    std::printf("left %s: %s\n", line.substr(6).c_str(), out ? "written" : "not written");
+  }
+  if (has(lines, "GIT_COMMIT")) {
+    std::fflush(stdout);
+    int rc = std::system("git -c user.name=stage -c user.email=stage@localhost commit -q --allow-empty -m 'a stage commits' 2>&1");
+    std::printf("git commit: rc %d\n", rc);
+  }
   double seconds = number(lines, "seconds", 0.05);
   std::printf("step 0 | loss 9.01\n");
   std::fflush(stdout);
