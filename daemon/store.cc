@@ -79,7 +79,8 @@ double now_seconds() {
 bool is_final_state(const std::string& state) {
   for (const char* s : {status::kKept, status::kDiscarded, status::kCrash, status::kTimeout,
                         status::kBuildFail, status::kTampered, status::kPatchRejected,
-                        status::kProposerError, status::kInterrupted, status::kConflict})
+                        status::kProposerError, status::kInterrupted, status::kConflict,
+                        status::kEnvironmentError})
     if (state == s) return true;
   return false;
 }

@@ -33,6 +33,9 @@ inline constexpr const char* kInterrupted = "interrupted";
 /// A winner against an older best whose change does not re-apply onto the
 /// best of the moment.
 inline constexpr const char* kConflict = "conflict";
+/// The machine failed the experiment (a full disk, an I/O error): a trial that
+/// ran again once the fault cleared, or an experiment that could not be.
+inline constexpr const char* kEnvironmentError = "environment_error";
 }  // namespace status
 
 /// True for the states an experiment ends in.
@@ -143,6 +146,8 @@ class Store : public llm::CallSink {
   /// the daemon also calls it between experiments so a lost file is noticed
   /// even while nothing is written.
   std::optional<std::string> file_problem() { return db_.file_problem(); }
+  /// See Database::check_writable.
+  void check_writable() { db_.check_writable(); }
 
   /// Opens an existing database without writing to it and without migrating
   /// (the dashboard, whether or not a daemon runs). Throws SqliteError when the
