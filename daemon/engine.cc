@@ -201,8 +201,10 @@ int Engine::run() {
 }
 
 void Engine::reconcile() {
+  // A killed daemon's experiments end when it was last known to run, not now.
+  const std::optional<double> alive = store_.dead_sessions_alive_at();
   if (int n = store_.close_dead_sessions()) log_("reconcile: closed " + std::to_string(n) + " session(s) of a killed daemon");
-  store_.close_open_trials();
+  store_.close_open_trials(alive);
   for (const auto& line : kill_recorded_groups(store_)) log_("reconcile: " + line);
   // A measured result is never lost: an `evaluated` row gets the decision it would have had.
   for (const auto& d : finish_evaluated(store_, config_.tag, config_.min_improvement))
@@ -218,7 +220,7 @@ void Engine::reconcile() {
     if (killed)
       log_("reconcile: killed orphaned process group " + std::to_string(*r.pgid) + " of #" + std::to_string(r.id));
     std::string where = r.state + (r.stage.empty() || r.state == "proposing" ? "" : " (stage " + r.stage + ")");
-    store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail);
+    store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail, alive);
     log_("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
   }
 
@@ -494,6 +496,11 @@ void Engine::check_store_file() {
   store_check_timer_.async_wait([this](const boost::system::error_code& err) {
     if (!err) check_store_file();
   });
+  try {
+    store_.set_session_alive(session_);  // a restart after kill -9 ends this session's experiments here
+  } catch (const EnvironmentFault&) {
+    // A store that takes no write pauses the engine where the write mattered.
+  }
 }
 
 void Engine::request_proposals() {
@@ -523,6 +530,7 @@ void Engine::request_proposal() {
     id = idle_rows_.front();
     idle_rows_.erase(idle_rows_.begin());
     store_.set_program(id, hash);
+    store_.restart_clock(id);  // the wait for the provider is no part of its duration
   } else {
     id = store_.create_experiment(config_.tag, false, best_commit_, hash, proposer_.name(),
                                   fix ? std::optional<int64_t>(fix->of) : std::nullopt);

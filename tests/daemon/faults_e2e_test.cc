@@ -65,9 +65,9 @@ class FaultsE2E : public ::testing::Test {
     ASSERT_EQ(testing::commit_base_repo(repo), 0);
   }
   /// One worker, nothing proposed ahead, fake_trainer as build and stage.
-  void write_config(const std::string& proposer) {
-    write_file(repo / "autoresearch.toml", "tag = \"e2e\"\nbudget_s = 1\nstartup_s = 1\nretry_wait_s = 0.2\n"
-                                           "gpus = [0]\nlookahead = 0\n" R"(
+  void write_config(const std::string& proposer, double retry_wait_s = 0.2) {
+    write_file(repo / "autoresearch.toml", "tag = \"e2e\"\nbudget_s = 1\nstartup_s = 1\nretry_wait_s = " +
+                                               std::to_string(retry_wait_s) + "\ngpus = [0]\nlookahead = 0\n" R"(
 [build]
 command = "mkdir -p build && )" + kFake + R"( build trainer/train.cu"
 timeout_s = 10
@@ -301,6 +301,54 @@ TEST_F(FaultsE2E, ThreeSameFailuresPauseProposingAndNoLlmCallIsMadeWhilePaused) 
   Store store(db_path().string());
   auto rows = store.experiments("e2e");
   EXPECT_EQ(states(rows), (std::vector<std::string>{"kept", "crash", "crash", "crash"}));
+}
+
+// An unavailable provider (503 three times, retry_wait_s = 1): the wait is no
+// part of the experiment's duration, which starts with the call that got it.
+TEST_F(FaultsE2E, WaitingForAnUnavailableProviderIsNoPartOfTheDuration) {
+  make_repo();
+  nlohmann::json steps = nlohmann::json::array({{{"status", 503}}, {{"status", 503}}, {{"status", 503}}});
+  steps.push_back({{"answer", whole_file_answer("better", "val_bpb 0.9\nseconds 0.2\n")}});
+  llm::testing::FakeLlmServer server(steps, "", dir.path());
+  write_config(llm(server), 1.0);
+  pid_t pid = spawn_daemon();
+  auto rows = wait_for([](const auto& r) { return r.size() >= 2 && r[1].state == "kept"; });
+  stop_daemon(pid);
+  ASSERT_GE(rows.size(), 2u);
+  ASSERT_GE(server.requests().size(), 4u);  // three 503s, the answer (then the next proposal's)
+  ASSERT_TRUE(rows[1].ended_at);
+  EXPECT_LT(*rows[1].ended_at - rows[1].started_at, 2.5) << "three waits of 1 s are not the experiment's";
+}
+
+// kill -9 during a stage, a restart 3 s later: the interrupted experiment,
+// its trial and the dead session end when the daemon was last known to run,
+// not at the restart.
+TEST_F(FaultsE2E, AfterKillNineTheInterruptedExperimentEndsWhenTheDaemonDied) {
+  make_repo("val_bpb 1.0\nseconds 30\n");
+  write_script(nlohmann::json::array());
+  write_config(scripted());
+  pid_t pid = spawn_daemon();
+  wait_for([](const auto& r) { return !r.empty() && r[0].state == "running"; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kill(pid, SIGKILL);
+  wait_exit(pid, 10);
+  const double killed_at = now_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  pid = spawn_daemon();
+  auto rows = wait_for([](const auto& r) { return !r.empty() && r[0].state == "interrupted"; });
+  stop_daemon(pid);
+  ASSERT_FALSE(rows.empty());
+  ASSERT_TRUE(rows[0].ended_at);
+  EXPECT_LE(*rows[0].ended_at, killed_at);
+  EXPECT_GE(*rows[0].ended_at, killed_at - 3) << "the daemon wrote that it ran every 2 s";
+  Store store(db_path().string());
+  auto sessions = store.sessions("e2e");
+  ASSERT_GE(sessions.size(), 2u);
+  ASSERT_TRUE(sessions[0].ended_at);
+  EXPECT_LE(*sessions[0].ended_at, killed_at);
+  auto trials = store.trials("e2e");
+  ASSERT_FALSE(trials.empty());
+  EXPECT_LE(trials[0].ended_at.value_or(1e18), killed_at);
 }
 
 }  // namespace
