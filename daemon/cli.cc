@@ -121,6 +121,8 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   if (auto pruned = prune_logs(state.logs(), config.logs.keep_days); !pruned.empty())
     log("pruned " + std::to_string(pruned.size()) + " stage logs older than [logs] keep_days");
   Store store(state.db().string());
+  // "started" means the store takes writes: a lock held elsewhere fails the start, naming the file.
+  store.check_writable();
   boost::asio::io_context io;
   LoopCallSink calls(io, store);
   // Failed LLM calls and retries, from the proposal threads, logged on the loop.

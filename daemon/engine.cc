@@ -35,6 +35,8 @@ namespace {
 
 /// How long stop() waits for proposal threads before it gives them up.
 constexpr double kProposalGraceS = 8;
+/// How often the engine checks that results.db is still the file it has open.
+constexpr double kStoreCheckS = 2;
 /// How often a candidate's change is re-applied onto a newer best at most.
 constexpr int kMaxReapplies = 3;
 
@@ -143,8 +145,11 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
       signals_(io, SIGTERM, SIGINT),
       retry_timer_(io),
       stop_deadline_(io),
+      fault_timer_(io),
+      store_check_timer_(io),
       mailbox_(std::make_shared<Mailbox>()),
       breaker_(BreakerConfig{}, now_seconds),
+      fault_pause_(config.retry_wait_s),
       cancel_(std::make_shared<std::atomic<bool>>(false)),
       threads_inside_(std::make_shared<std::atomic<int>>(0)) {
   if (gpus.empty()) gpus.push_back("");
@@ -176,14 +181,30 @@ int Engine::run() {
   });
   if (config_.data.enabled) prepare_data_then_begin();
   else asio::post(io_, [this] { begin(); });
-  io_.run();
+  check_store_file();
+  for (;;) {
+    try {
+      io_.run();
+      break;
+    } catch (const EnvironmentFault& f) {
+      if (stopping_) throw;  // the stop cannot finish its rows: the error names the file
+      recover(f);
+    } catch (const DatabaseFileLost& e) {
+      // A handler met the lost file: stop (children ended, threads cancelled), writing nothing more.
+      store_lost_ = true;
+      fatal(e.what());
+      asio::post(io_, [this] { maybe_finish_stop(); });
+    }
+  }
   if (fatal_) throw FatalError(*fatal_);
   return threads_inside_->load();
 }
 
 void Engine::reconcile() {
+  // A killed daemon's experiments end when it was last known to run, not now.
+  const std::optional<double> alive = store_.dead_sessions_alive_at();
   if (int n = store_.close_dead_sessions()) log_("reconcile: closed " + std::to_string(n) + " session(s) of a killed daemon");
-  store_.close_open_trials();
+  store_.close_open_trials(alive);
   for (const auto& line : kill_recorded_groups(store_)) log_("reconcile: " + line);
   // A measured result is never lost: an `evaluated` row gets the decision it would have had.
   for (const auto& d : finish_evaluated(store_, config_.tag, config_.min_improvement))
@@ -199,7 +220,7 @@ void Engine::reconcile() {
     if (killed)
       log_("reconcile: killed orphaned process group " + std::to_string(*r.pgid) + " of #" + std::to_string(r.id));
     std::string where = r.state + (r.stage.empty() || r.state == "proposing" ? "" : " (stage " + r.stage + ")");
-    store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail);
+    store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail, alive);
     log_("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
   }
 
@@ -309,6 +330,8 @@ void Engine::stop(const std::string& reason) {
   cancel_->store(true);
   if (data_stop_) data_stop_->request();
   retry_timer_.cancel();
+  fault_timer_.cancel();
+  store_check_timer_.cancel();
   for (auto& [id, c] : candidates_)
     if (c.child) c.child->stop();
   stop_deadline_.expires_after(seconds(kProposalGraceS));
@@ -327,6 +350,11 @@ void Engine::maybe_finish_stop() {
     if (c.child) return;  // its exit handler comes back here
   if (data_running_ || proposals_running_ > 0) return;
   stop_deadline_.cancel();
+  if (store_lost_) {  // nothing can be recorded: the next start's reconcile has nothing of this session
+    log_(stop_reason_);
+    signals_.cancel();
+    return io_.stop();
+  }
   std::vector<int64_t> ids;
   for (const auto& [id, c] : candidates_) ids.push_back(id);
   for (int64_t id : ids) {
@@ -362,7 +390,7 @@ void Engine::schedule_pump() {
 }
 
 void Engine::pump() {
-  if (stopping_ || !started_) return;
+  if (stopping_ || !started_ || !environment_ready()) return;
   start_trainings();
   start_builds();
   request_proposals();
@@ -384,6 +412,95 @@ void Engine::pause_proposals(const std::string& reason, double until) {
     proposals_blocked_ = false;
     schedule_pump();
   });
+}
+
+// ---------------------------------------------------------------- the machine's faults
+
+void Engine::environment_fault(const EnvironmentFault& fault) {
+  // One fault met by several handlers at once pauses once; check() backs off.
+  if (!fault_pause_.active()) fault_pause_.trip(fault);
+  paused_ = fault_pause_.status_line();
+  log_(paused_);
+  try {
+    store_.set_session_paused(session_, paused_);
+  } catch (const EnvironmentFault&) {
+    // The store is what failed: daemon.log has the line.
+  }
+  fault_timer_.expires_after(seconds(std::max(0.0, fault_pause_.until() - now_seconds())));
+  fault_timer_.async_wait([this](const boost::system::error_code& err) {
+    if (!err) schedule_pump();
+  });
+}
+
+void Engine::rerun(Candidate& c, const EnvironmentFault& fault) {
+  const std::string where = c.phase == Phase::kBuilding ? "build" : "run";
+  c.child.reset();
+  c.phase = Phase::kCommitted;
+  c.stage = 0;
+  release(c);
+  if (c.trial) store_.end_trial(c.trial, status::kEnvironmentError, std::nullopt, std::nullopt, "");
+  c.trial = 0;
+  store_.set_state(c.id, "committed");
+  log_("#" + std::to_string(c.id) + " " + where + " met a fault of the machine; it runs again once it clears: " +
+       fault.what());
+  environment_fault(fault);
+}
+
+void Engine::recover(const EnvironmentFault& fault) {
+  log_(std::string("a write failed: ") + fault.what());
+  std::vector<int64_t> ids;
+  for (const auto& [id, c] : candidates_) ids.push_back(id);
+  for (int64_t id : ids) {
+    Candidate& c = candidates_[id];
+    if (c.child || c.asking) continue;  // its handler comes back
+    if (c.phase == Phase::kProposing) {
+      idle_rows_.push_back(id);  // asked again once the fault clears
+      erase(id);
+    } else if (c.phase == Phase::kBuilding || c.phase == Phase::kTraining) {
+      try {
+        rerun(c, fault);
+      } catch (const EnvironmentFault&) {
+        // The row is set right at the next start's reconcile.
+      }
+    } else if (c.phase == Phase::kCommitted && c.slot >= 0) {
+      release(c);  // cut short before its build started
+    }
+  }
+  environment_fault(fault);
+}
+
+bool Engine::environment_ready() {
+  if (!fault_pause_.active()) return true;
+  if (now_seconds() < fault_pause_.until()) return false;
+  if (!fault_pause_.check()) {
+    environment_fault(*fault_pause_.fault());
+    return false;
+  }
+  log_("resumed: the fault cleared");
+  pause_proposals("", 0);
+  std::vector<std::shared_ptr<ProposalDone>> held;
+  held.swap(held_proposals_);
+  for (auto& done : held) {
+    ++proposals_running_;
+    on_proposal(done);
+  }
+  return !stopping_;
+}
+
+void Engine::check_store_file() {
+  if (auto problem = store_.file_problem()) {
+    store_lost_ = true;
+    return fatal(*problem + "; stopping so nothing is written to the lost file");
+  }
+  store_check_timer_.expires_after(seconds(kStoreCheckS));
+  store_check_timer_.async_wait([this](const boost::system::error_code& err) {
+    if (!err) check_store_file();
+  });
+  try {
+    store_.set_session_alive(session_);  // a restart after kill -9 ends this session's experiments here
+  } catch (const EnvironmentFault&) {
+    // A store that takes no write pauses the engine where the write mattered.
+  }
 }
 
 void Engine::request_proposals() {
@@ -413,6 +530,7 @@ void Engine::request_proposal() {
     id = idle_rows_.front();
     idle_rows_.erase(idle_rows_.begin());
     store_.set_program(id, hash);
+    store_.restart_clock(id);  // the wait for the provider is no part of its duration
   } else {
     id = store_.create_experiment(config_.tag, false, best_commit_, hash, proposer_.name(),
                                   fix ? std::optional<int64_t>(fix->of) : std::nullopt);
@@ -421,6 +539,7 @@ void Engine::request_proposal() {
   c.id = id;
   c.parent = best_commit_;
   c.fix_round = fix ? fix->round : 0;
+  c.asking = true;
   candidates_[id] = c;
 
   ProposalContext ctx;
@@ -452,10 +571,13 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
   if (proposals_running_ == 0) return;  // given up at stop
   --proposals_running_;
   const int64_t id = done->id;
+  if (Candidate* asked = find(id)) asked->asking = false;
   const ProposalResult& result = done->result;
   const auto& attempts = result.ok() ? result.proposal->attempts : result.error->attempts;
   int n = static_cast<int>(store_.attempts(id).size());
   for (const auto& a : attempts) store_.add_attempt(id, ++n, a);
+  // Recorded: a proposal handled again after a fault adds them no second time.
+  (result.ok() ? done->result.proposal->attempts : done->result.error->attempts).clear();
   Candidate* c = find(id);
   if (!c) return;
   if (stopping_) return schedule_pump();
@@ -523,6 +645,13 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
   try {
     commit = repo_->commit_writes(c->parent, writes, c->description, exp_ref(id));
   } catch (const GitError& e) {
+    // A full disk under the repo's object store is the machine's fault, not the edit's.
+    if (auto fault = probe_write(config_.repo / ".git" / "objects")) {
+      held_proposals_.push_back(done);
+      c->asking = true;  // its proposal waits in held_proposals_
+      log_("#" + std::to_string(id) + " cannot be committed now; it is committed once the fault clears");
+      return environment_fault(*fault);
+    }
     // A path that cannot be a file (an existing directory, say) is a bad edit, not a reason to stop.
     return fail(*c, status::kPatchRejected, std::string("the edit cannot be applied: ") + e.what(), "");
   }
@@ -573,6 +702,7 @@ void Engine::start_build(Candidate& c, int slot) {
   try {
     slots_[slot].repo->checkout_detached(c.commit);
   } catch (const GitError& e) {
+    if (auto fault = probe_write(slots_[slot].path)) return rerun(c, *fault);
     return fatal(std::string("cannot check out a candidate: ") + e.what());
   }
   double now = now_seconds();
@@ -601,6 +731,7 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   auto log = log_path(*c, "build");
   std::string tail = file_tail(log);
   if (r.end == ProcessResult::End::kStopped) return fail(*c, status::kInterrupted, "stopped during the build", tail);
+  if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
   if (!r.ok()) {
     std::string errors = compiler_errors(file_tail(log, 400, 65536));
     std::string error = r.end == ProcessResult::End::kTimedOut ? "build " + r.describe()
@@ -669,6 +800,7 @@ void Engine::on_stage_exit(int64_t id, const ProcessResult& r) {
   std::string tail = file_tail(log);
   if (r.end == ProcessResult::End::kStopped)
     return fail(*c, status::kInterrupted, "stopped during stage " + s.name, tail);
+  if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
   if (r.end == ProcessResult::End::kTimedOut)
     return fail(*c, status::kTimeout, "stage " + s.name + " " + r.describe(), tail);
   if (!r.ok()) {

@@ -38,6 +38,7 @@
 #include "daemon/child_process.h"
 #include "daemon/circuit_breaker.h"
 #include "daemon/config.h"
+#include "daemon/fault_pause.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
 #include "daemon/state_dir.h"
@@ -99,6 +100,7 @@ class Engine {
     size_t stage = 0;    ///< the stage running now
     int64_t trial = 0;
     std::shared_ptr<ChildProcess> child;
+    bool asking = false;  ///< a proposal thread works on it
   };
   struct Worker {
     std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
@@ -131,6 +133,21 @@ class Engine {
   /// Proposing waits until `until` (Unix seconds) for the reason given; the
   /// reason is stored so that status shows it. An empty reason: proposing again.
   void pause_proposals(const std::string& reason, double until);
+
+  // The machine's faults (fault_pause.h): nothing starts while one is in force.
+  /// Pauses everything; status shows the fault, a timer retries.
+  void environment_fault(const EnvironmentFault& fault);
+  /// The experiment met a fault of the machine: it goes back to be built and
+  /// run again once the fault clears (its trial reads environment_error).
+  void rerun(Candidate& c, const EnvironmentFault& fault);
+  /// A handler was cut short by a fault (the store's): candidates left without
+  /// a child or a proposal thread are put back, then everything pauses.
+  void recover(const EnvironmentFault& fault);
+  /// False while the pause is in force; at its time, probes whether the fault cleared.
+  bool environment_ready();
+  /// Every few seconds: whether results.db is still the file the store has
+  /// open; deleted or replaced, the daemon stops without writing to it again.
+  void check_store_file();
 
   // The pipeline.
   void pump();
@@ -187,6 +204,8 @@ class Engine {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer stop_deadline_;
+  boost::asio::steady_timer fault_timer_;
+  boost::asio::steady_timer store_check_timer_;
 
   std::unique_ptr<GitRepo> repo_;  ///< the user's checkout (read only, but for info/exclude)
   std::vector<Slot> slots_;
@@ -206,6 +225,9 @@ class Engine {
   bool proposals_blocked_ = false;  ///< waiting retry_wait_s after an unavailable proposer
   std::string paused_;              ///< the pause status shows, '' when proposing
   CircuitBreaker breaker_;
+  FaultPause fault_pause_;
+  /// Proposals whose commit met a fault of the machine: handled again once it clears.
+  std::vector<std::shared_ptr<ProposalDone>> held_proposals_;
   int builds_running_ = 0;
 
   bool pump_scheduled_ = false;
@@ -220,6 +242,7 @@ class Engine {
   bool stopping_ = false;
   std::string stop_reason_;
   std::optional<std::string> fatal_;
+  bool store_lost_ = false;  ///< results.db was deleted or replaced: nothing more is written
   std::unique_ptr<StopFlag> data_stop_;
   bool data_running_ = false;
 };

@@ -3,10 +3,13 @@
 
 #include <sqlite3.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <string>
 
 namespace ard {
 namespace {
@@ -65,6 +68,24 @@ bool is_environment_errno(int err) {
 std::optional<EnvironmentFault> classify_errno(int err, const std::filesystem::path& path) {
   if (!is_environment_errno(err)) return std::nullopt;
   return EnvironmentFault(path, free_bytes(path), strerror(err));
+}
+
+std::optional<EnvironmentFault> probe_write(const std::filesystem::path& dir) {
+  std::string probe = (dir / ".autoresearchd-probe-XXXXXX").string();
+  int fd = mkstemp(probe.data());
+  if (fd < 0) return classify_errno(errno, dir);
+  static const std::string zeros(kProbeBytes, '\0');
+  int err = 0;
+  for (size_t done = 0; done < zeros.size() && !err;) {
+    ssize_t n = ::write(fd, zeros.data() + done, zeros.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    else done += static_cast<size_t>(n);
+  }
+  if (!err && fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  unlink(probe.c_str());
+  return err ? classify_errno(err, dir) : std::nullopt;
 }
 
 bool is_environment_sqlite(int code) {

@@ -5,6 +5,7 @@
 // experiment in flight as a crash.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -42,6 +43,14 @@ bool is_environment_errno(int err);
 
 /// The fault for errno err at path, or nullopt when err is not the machine's fault.
 std::optional<EnvironmentFault> classify_errno(int err, const std::filesystem::path& path);
+
+/// Writes kProbeBytes to a new file in dir, syncs it and removes it: the
+/// fault when that fails for the machine's reason (a full disk, an I/O error,
+/// a read-only file system), else nullopt. What the engine asks before it
+/// blames an experiment for a failed write, and again to see whether the
+/// fault has cleared. A directory that does not exist is no fault here.
+std::optional<EnvironmentFault> probe_write(const std::filesystem::path& dir);
+inline constexpr size_t kProbeBytes = 64 * 1024;
 
 /// True for the SQLite result codes (primary or extended) that are the
 /// machine's fault: SQLITE_FULL, SQLITE_IOERR*, SQLITE_READONLY*,

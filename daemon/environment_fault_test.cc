@@ -2,9 +2,12 @@
 // SQLite codes are the machine's fault, and the line a fault prints.
 #include "daemon/environment_fault.h"
 
+#include <gmock/gmock.h>
 #include <sqlite3.h>
+#include <string.h>
 
 #include "testing/test_util.h"
+#include "testing/tmpfs.h"
 
 namespace ard {
 namespace {
@@ -36,6 +39,23 @@ TEST(EnvironmentFault, ItsLineNamesThePathAndTheFreeSpace) {
   EXPECT_EQ(std::string(unknown.what()), "/x: I/O error (free space unknown)");
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+}
+
+TEST(EnvironmentFault, AProbeWriteFindsAFullDiskAndSeesItCleared) {
+  testing::TempDir dir;
+  EXPECT_FALSE(probe_write(dir.path()));
+  testing::SmallTmpfs disk(dir / "small", 1 << 20);
+  if (!disk.mounted()) GTEST_SKIP() << disk.why_not();
+  EXPECT_FALSE(probe_write(dir / "small"));
+  disk.fill();
+  auto fault = probe_write(dir / "small");
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->path(), dir / "small");
+  EXPECT_EQ(fault->message(), strerror(ENOSPC));
+  EXPECT_THAT(fault->what(), ::testing::HasSubstr("(0 B free)"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir / "small"), {}), 1);  // the probe is gone
+  disk.clear();
+  EXPECT_FALSE(probe_write(dir / "small"));
 }
 
 }  // namespace

@@ -74,6 +74,22 @@ void Database::require_same_file() {
   if (auto problem = file_problem()) throw DatabaseFileLost(*problem + "; stopping so nothing is written to the lost file");
 }
 
+void Database::check_writable() {
+  require_same_file();
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, &err);
+  std::string why = err ? err : "";
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) {
+    bool locked = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    fail(rc, "cannot take the write lock: " + why +
+                 (locked ? " (another process holds it for more than " + std::to_string(busy_.busy_timeout_ms / 1000) +
+                               " s)"
+                         : ""));
+  }
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
 void Database::exec(std::string_view sql) {
   std::string s(sql);
   // Every exec here changes the database or its transaction state.

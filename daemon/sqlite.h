@@ -78,6 +78,11 @@ class Database {
   std::optional<std::string> file_problem();
   /// Throws DatabaseFileLost when file_problem() has one.
   void require_same_file();
+  /// Takes the write lock and gives it back, waiting no longer than the busy
+  /// timeout (no retries): a file another process keeps locked, or one that
+  /// cannot be written, throws an EnvironmentFault naming it. What `start`
+  /// asks before it reports the daemon started.
+  void check_writable();
 
   /// Throws the error for SQLite result code rc: an EnvironmentFault or a
   /// SqliteError, both naming the file.

@@ -172,6 +172,26 @@ TEST(Sqlite, ALockPastTheBoundIsAnEnvironmentFaultNamingTheFile) {
   EXPECT_LT(seconds_since(t0), 2.9);
 }
 
+TEST(Sqlite, CheckWritableWaitsOnlyTheBusyTimeoutAndNamesTheFile) {
+  testing::TempDir dir;
+  const std::string path = (dir / "results.db").string();
+  Database db(path, {200, 60});  // a long retry bound, which check_writable does not use
+  make_table(db);
+  db.check_writable();  // free: takes the lock and gives it back
+  db.prepare("INSERT INTO t(i) VALUES(1)").run();
+  ExclusiveHolder holder(path, 2);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    db.check_writable();
+    FAIL() << "no throw";
+  } catch (const EnvironmentFault& e) {
+    EXPECT_EQ(e.path(), path);
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": cannot take the write lock: database is locked", 0), 0u)
+        << e.what();
+  }
+  EXPECT_LT(seconds_since(t0), 1.5);
+}
+
 TEST(Sqlite, AReplacedFileIsNeverWrittenTo) {
   testing::TempDir dir;
   const std::string path = (dir / "results.db").string();

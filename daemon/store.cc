@@ -79,7 +79,8 @@ double now_seconds() {
 bool is_final_state(const std::string& state) {
   for (const char* s : {status::kKept, status::kDiscarded, status::kCrash, status::kTimeout,
                         status::kBuildFail, status::kTampered, status::kPatchRejected,
-                        status::kProposerError, status::kInterrupted, status::kConflict})
+                        status::kProposerError, status::kInterrupted, status::kConflict,
+                        status::kEnvironmentError})
     if (state == s) return true;
   return false;
 }
@@ -259,14 +260,23 @@ std::vector<TrialRow> Store::trials(const std::string& tag) {
   return out;
 }
 
-void Store::close_open_trials() {
-  db_.prepare("UPDATE trials SET ended_at=?, status='interrupted' WHERE ended_at IS NULL").bind(1, now_seconds()).run();
+void Store::close_open_trials(std::optional<double> ended_at) {
+  db_.prepare("UPDATE trials SET ended_at=MAX(started_at, ?), status='interrupted' WHERE ended_at IS NULL")
+      .bind(1, ended_at.value_or(now_seconds()))
+      .run();
 }
 
 void Store::finish(int64_t id, const std::string& final_status, const std::string& error,
-                   const std::string& log_tail) {
-  db_.prepare("UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, pgid_start=NULL, ended_at=? WHERE id=?")
-      .bind(1, final_status).bind(2, error).bind(3, log_tail).bind(4, now_seconds()).bind(5, id).run();
+                   const std::string& log_tail, std::optional<double> ended_at) {
+  db_.prepare(
+         "UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, pgid_start=NULL, "
+         "ended_at=MAX(started_at, ?) WHERE id=?")
+      .bind(1, final_status).bind(2, error).bind(3, log_tail).bind(4, ended_at.value_or(now_seconds())).bind(5, id)
+      .run();
+}
+
+void Store::restart_clock(int64_t id) {
+  db_.prepare("UPDATE experiments SET started_at=? WHERE id=?").bind(1, now_seconds()).bind(2, id).run();
 }
 
 bool Store::delete_if_empty(int64_t id) {
@@ -338,6 +348,16 @@ void Store::set_session_data_dir(int64_t id, const std::string& data_dir) {
   db_.prepare("UPDATE sessions SET data_dir=? WHERE id=?").bind(1, data_dir).bind(2, id).run();
 }
 
+void Store::set_session_alive(int64_t id) {
+  db_.prepare("UPDATE sessions SET alive_at=? WHERE id=?").bind(1, now_seconds()).bind(2, id).run();
+}
+
+std::optional<double> Store::dead_sessions_alive_at() {
+  auto s = db_.prepare("SELECT MAX(alive_at) FROM sessions WHERE ended_at IS NULL");
+  s.step();
+  return s.opt_real(0);
+}
+
 void Store::set_session_paused(int64_t id, const std::string& why) {
   db_.prepare("UPDATE sessions SET paused=? WHERE id=?").bind(1, why).bind(2, id).run();
 }
@@ -364,7 +384,7 @@ void Store::end_session(int64_t id, const std::string& reason) {
 }
 
 int Store::close_dead_sessions() {
-  db_.prepare("UPDATE sessions SET ended_at=?, end_reason='killed' WHERE ended_at IS NULL")
+  db_.prepare("UPDATE sessions SET ended_at=COALESCE(alive_at, ?), end_reason='killed' WHERE ended_at IS NULL")
       .bind(1, now_seconds()).run();
   return sqlite3_changes(db_.handle());
 }

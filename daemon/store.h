@@ -33,6 +33,9 @@ inline constexpr const char* kInterrupted = "interrupted";
 /// A winner against an older best whose change does not re-apply onto the
 /// best of the moment.
 inline constexpr const char* kConflict = "conflict";
+/// The machine failed the experiment (a full disk, an I/O error): a trial that
+/// ran again once the fault cleared, or an experiment that could not be.
+inline constexpr const char* kEnvironmentError = "environment_error";
 }  // namespace status
 
 /// True for the states an experiment ends in.
@@ -143,6 +146,8 @@ class Store : public llm::CallSink {
   /// the daemon also calls it between experiments so a lost file is noticed
   /// even while nothing is written.
   std::optional<std::string> file_problem() { return db_.file_problem(); }
+  /// See Database::check_writable.
+  void check_writable() { db_.check_writable(); }
 
   /// Opens an existing database without writing to it and without migrating
   /// (the dashboard, whether or not a daemon runs). Throws SqliteError when the
@@ -191,11 +196,16 @@ class Store : public llm::CallSink {
                  std::optional<double> val_bpb, const std::string& summary_json);
   /// Oldest first.
   std::vector<TrialRow> trials(const std::string& tag);
-  /// Closes trials a killed daemon left open (ended_at = now, status interrupted).
-  void close_open_trials();
-  /// Moves the experiment to a final status, with a one-line error and a log tail.
+  /// Closes trials a killed daemon left open (status interrupted), ended at
+  /// ended_at (when the dead daemon was last known to run), or now.
+  void close_open_trials(std::optional<double> ended_at = std::nullopt);
+  /// Moves the experiment to a final status, with a one-line error and a log
+  /// tail; ended at ended_at (never before it started), or now.
   void finish(int64_t id, const std::string& final_status, const std::string& error,
-              const std::string& log_tail);
+              const std::string& log_tail, std::optional<double> ended_at = std::nullopt);
+  /// The experiment's clock starts again now: it is asked for again after its
+  /// proposer was unavailable, and the wait is no part of its duration.
+  void restart_clock(int64_t id);
   /// Deletes an experiment that never got a proposal and recorded nothing
   /// (no attempts, no LLM calls); returns whether it did.
   bool delete_if_empty(int64_t id);
@@ -215,10 +225,16 @@ class Store : public llm::CallSink {
   void set_session_data_dir(int64_t id, const std::string& data_dir);
   void set_session_gpus(int64_t id, const std::string& gpus);
   void set_session_paused(int64_t id, const std::string& why);
+  /// The session's daemon runs now (sessions.alive_at).
+  void set_session_alive(int64_t id);
+  /// When the daemon of a session left open (killed) was last known to run:
+  /// the latest alive_at among them; nullopt when none has one.
+  std::optional<double> dead_sessions_alive_at();
   /// Every session of the tag, oldest first.
   std::vector<SessionRow> sessions(const std::string& tag);
   void end_session(int64_t id, const std::string& reason);
-  /// Closes sessions a killed daemon left open; returns how many.
+  /// Closes sessions a killed daemon left open, ended when they were last
+  /// known to run (alive_at, else now); returns how many.
   int close_dead_sessions();
   std::optional<SessionRow> last_session();
 

@@ -2,6 +2,9 @@
 // attempts, LLM calls, sessions, and reads from a second connection (WAL).
 #include "daemon/store.h"
 
+#include <chrono>
+#include <thread>
+
 #include "testing/test_util.h"
 
 namespace ard {
@@ -196,6 +199,44 @@ TEST(Store, ClosesSessionsLeftOpenByAKilledDaemon) {
   store.end_session(b, "stopped");
   EXPECT_EQ(store.close_dead_sessions(), 0);
   EXPECT_EQ(store.last_session()->pid, 101);
+}
+
+TEST(Store, AKilledDaemonsRowsEndWhenItWasLastKnownToRun) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t session = store.begin_session("t", 100);
+  EXPECT_FALSE(store.dead_sessions_alive_at());  // never written
+  int64_t id = store.create_experiment("t", true, kBase, "", "baseline", std::nullopt);
+  int64_t trial = store.begin_trial(id, "t", "0", "baseline", kBase);
+  (void)trial;
+  store.set_session_alive(session);
+  const double alive = now_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the daemon is killed; the restart comes later
+  auto at = store.dead_sessions_alive_at();
+  ASSERT_TRUE(at);
+  EXPECT_NEAR(*at, alive, 0.1);
+  EXPECT_EQ(store.close_dead_sessions(), 1);
+  store.close_open_trials(at);
+  store.finish(id, status::kInterrupted, "the daemon stopped", "", at);
+  EXPECT_EQ(*store.last_session()->ended_at, *at);
+  EXPECT_EQ(*store.experiment(id)->ended_at, *at);
+  EXPECT_EQ(*store.trials("t")[0].ended_at, *at);
+  // Never before the row started.
+  int64_t later = store.create_experiment("t", false, kBase, "", "scripted", std::nullopt);
+  store.finish(later, status::kInterrupted, "", "", *at - 100);
+  EXPECT_EQ(*store.experiment(later)->ended_at, store.experiment(later)->started_at);
+}
+
+TEST(Store, RestartClockMovesTheStartToNow) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t id = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  double first = store.experiment(id)->started_at;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  store.restart_clock(id);
+  EXPECT_GE(store.experiment(id)->started_at, first + 0.19);
 }
 
 TEST(Store, LlmTotalsPerTag) {
