@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iomanip>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -770,7 +771,11 @@ void Engine::decide(Candidate& c, double v) {
     decide_deferred();  // candidates measured while the baseline ran, in order
     return;
   }
-  if (baseline_pending_ || rounds_->holds()) {
+  // Decided later: before the baseline or during a round that holds candidates
+  // back, and while the best's re-runs are on their way (its mean rests on
+  // kMinIncumbentRuns runs before anything is measured against it).
+  const bool stale = c.parent != best_commit_;
+  if (baseline_pending_ || rounds_->holds() || (!stale && incumbent_pending())) {
     deferred_.push_back(c.id);
     c.phase = Phase::kMeasured;
     release(c);  // its slot and GPU; the decision needs no files
@@ -787,7 +792,6 @@ void Engine::decide(Candidate& c, double v) {
     c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
     return schedule_pump();
   }
-  const bool stale = c.parent != best_commit_;
   KeepInput in;
   in.incumbent = runs_of(trials, c.parent, calibration);
   if (in.incumbent.empty()) in.incumbent = runs_of(trials, best_commit_, calibration);
@@ -798,10 +802,27 @@ void Engine::decide(Candidate& c, double v) {
   in.lines_added = lines.added;
   in.lines_removed = lines.removed;
   in.confirmations_done = c.confirmations;
-  const KeepDecision d = decide_keep(in, keep_settings(config_));
   const double mean = spread_of(runs).mean;
+  if (stale) {
+    // Measured on an older best, its runs only screen it: better than that best
+    // (Δ > 0), its change is re-applied onto the best and the rule decides on
+    // the new runs; else it is discarded.
+    const Spread parent = spread_of(in.incumbent);
+    std::ostringstream why;
+    why << std::fixed << std::setprecision(6) << "mean " << mean << " (n=" << runs.size() << ") on the older best "
+        << short_id(c.parent) << ", whose mean is " << parent.mean << " (n=" << parent.n << "): Δ = " << std::showpos
+        << parent.mean - mean;
+    if (parent.mean - mean > 0) {
+      store_.set_decision(c.id, "re-applied: " + why.str() + " > 0", mean);
+      return reapply(c, mean);
+    }
+    ++since_round_;
+    store_.set_decision(c.id, "discarded: " + why.str() + " ≤ 0", mean);
+    return fail(c, status::kDiscarded, "discarded: " + why.str() + " ≤ 0", tail);
+  }
+  const KeepDecision d = decide_keep(in, keep_settings(config_));
   store_.set_decision(c.id, d.reason, mean);
-  if (d.verdict == Verdict::confirm && !stale) {
+  if (d.verdict == Verdict::confirm) {
     std::vector<std::string> gpus;
     for (const auto& w : workers_) gpus.push_back(w.gpu);
     ++c.confirmations;
@@ -813,8 +834,7 @@ void Engine::decide(Candidate& c, double v) {
   }
   ++since_round_;
   if (d.verdict == Verdict::discard) return fail(c, status::kDiscarded, d.reason, tail);
-  if (!stale) return keep(c, mean, d.reason);
-  reapply(c, mean);  // it beats the older best it was made against: measured again on the best
+  keep(c, mean, d.reason);
 }
 
 void Engine::decide_deferred() {
@@ -963,7 +983,14 @@ void Engine::end_repeat(Candidate& c, const std::string& final_status, std::opti
   release(c);
   erase(c.id);
   maybe_end_round();
+  if (!incumbent_pending()) decide_deferred();
   schedule_pump();
+}
+
+bool Engine::incumbent_pending() const {
+  for (const auto& [id, c] : candidates_)
+    if (id < 0 && c.purpose == purpose::kIncumbent && c.commit == best_commit_) return true;
+  return false;
 }
 
 bool Engine::may_train(const Candidate& c, const Worker& w) const {

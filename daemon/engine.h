@@ -172,6 +172,8 @@ class Engine {
   void start_round(bool hold, const std::string& reason);
   void maybe_start_round();
   void decide_deferred();
+  /// Re-runs of the best (after a keep) not finished yet.
+  bool incumbent_pending() const;
   void maybe_end_round();
   void top_up_incumbent();
   void end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps);
