@@ -13,6 +13,12 @@ namespace {
 bool counts(const TrialRow& t, const std::string& commit, int64_t calibration) {
   return t.status == "ok" && t.val_bpb && std::isfinite(*t.val_bpb) && t.commit == commit && t.calibration == calibration;
 }
+/// Runs whose value no decision selected: a kept candidate's runs are low by
+/// the very selection that kept it, and a confirmed one's first run sat in the
+/// confirmation band, so their spread is not the noise.
+bool unselected(const std::string& p) {
+  return p == purpose::kBaseline || p == purpose::kNoise || p == purpose::kIncumbent;
+}
 }  // namespace
 
 std::vector<double> runs_of(const std::vector<TrialRow>& trials, const std::string& commit, int64_t calibration) {
@@ -32,7 +38,7 @@ std::vector<std::string> gpus_of(const std::vector<TrialRow>& trials, const std:
 std::optional<NoiseEstimate> measured_noise(const std::vector<TrialRow>& trials, int64_t min_calibration) {
   std::map<std::pair<std::string, int64_t>, std::vector<double>> groups;
   for (const auto& t : trials)
-    if (t.calibration >= min_calibration && counts(t, t.commit, t.calibration))
+    if (t.calibration >= min_calibration && unselected(t.purpose) && counts(t, t.commit, t.calibration))
       groups[{t.commit, t.calibration}].push_back(*t.val_bpb);
   std::vector<std::vector<double>> values;
   for (auto& [key, v] : groups) values.push_back(std::move(v));

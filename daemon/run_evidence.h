@@ -35,7 +35,10 @@ std::vector<std::string> gpus_of(const std::vector<TrialRow>& trials, const std:
 
 /// σ pooled over the groups of finished runs of one commit under one
 /// calibration, for calibrations >= min_calibration (runs on boards not yet
-/// calibrated against each other are left out once they are).
+/// calibrated against each other are left out once they are). Only runs no
+/// decision selected count: the baseline, the noise rounds and the best's
+/// re-runs (a kept candidate's own runs are low by the selection that kept it,
+/// which would pass for noise).
 std::optional<NoiseEstimate> measured_noise(const std::vector<TrialRow>& trials, int64_t min_calibration);
 
 /// Lines a unified diff adds and removes (file headers not counted).
