@@ -144,7 +144,7 @@ void validate_tag(const std::string& tag) {
 std::vector<StageConfig> default_stages(double budget_s, double startup_s) {
   return {
       {"check", "build/trainer/train --check", 300, 60},
-      {"train", "build/trainer/train --data {data_dir}", 2 * budget_s + startup_s, budget_s + startup_s},
+      {"train", "build/trainer/train --data {data_dir} --budget-scale {budget_scale}", 2 * budget_s + startup_s, budget_s + startup_s},
   };
 }
 
@@ -309,6 +309,8 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.number("max_age_s", c.noise.max_age_s, 0, true);
     r.number("z", c.noise.z, 0, false);
     r.number("prior_sigma", c.noise.prior_sigma, 0, true);
+    r.boolean("calibrate", c.noise.calibrate);
+    r.boolean("rounds", c.noise.rounds);
     r.reject_unknown();
     if (c.noise.z > 6) {
       std::ostringstream os;

@@ -56,6 +56,8 @@ struct NoiseConfig {
   double max_age_s = 21600;  ///< or once the estimate is this old; 0: no age limit
   double z = 2;              ///< keep margin in σΔ (keep_rule.h)
   double prior_sigma = 0;    ///< σ used until one is measured; 0: none (confirm instead)
+  bool calibrate = true;     ///< 2+ GPUs: budget scales per board from the rounds (noise_rounds.h)
+  bool rounds = true;        ///< false: no noise rounds (σ from confirmations and prior_sigma only)
 };
 
 /// `[keep]`: the keep rule's choices (keep_rule.h).

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iomanip>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -25,6 +26,8 @@
 #include "daemon/process_groups.h"
 #include "daemon/report.h"
 #include "daemon/program_file.h"
+#include "daemon/keep_rule.h"
+#include "daemon/run_evidence.h"
 #include "daemon/sandbox.h"
 #include "daemon/summary.h"
 
@@ -79,9 +82,13 @@ std::chrono::steady_clock::duration seconds(double s) {
 }  // namespace
 
 std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
-                       const std::string& worktree) {
-  const std::pair<std::string, std::string> vars[] = {
-      {"{data_dir}", data_dir}, {"{budget}", fmt_number(budget_s)}, {"{worktree}", worktree}};
+                       const std::string& worktree, double budget_scale) {
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%.4f", budget_scale);
+  const std::pair<std::string, std::string> vars[] = {{"{data_dir}", data_dir},
+                                                      {"{budget}", fmt_number(budget_s)},
+                                                      {"{worktree}", worktree},
+                                                      {"{budget_scale}", scale}};
   std::string out = command;
   for (const auto& [key, value] : vars) {
     for (size_t pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos + value.size()))
@@ -155,6 +162,12 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
   if (gpus.empty()) gpus.push_back("");
   for (auto& g : gpus) workers_.push_back({std::move(g), 0});
   mailbox_->io = &io_;
+  // Boards are calibrated only where a stage passes the scale on.
+  bool passes_scale = false;
+  for (const auto& stage : config_.stages) passes_scale = passes_scale || stage.command.find("{budget_scale}") != std::string::npos;
+  std::vector<std::string> ids;
+  for (const auto& w : workers_) ids.push_back(w.gpu);
+  rounds_ = std::make_unique<NoiseRounds>(ids, config_.noise.calibrate && passes_scale);
 }
 
 Engine::~Engine() {
@@ -240,6 +253,7 @@ void Engine::reconcile() {
   auto best = store_.best(config_.tag);
   best_commit_ = best ? best->commit : base_commit_;
   best_val_ = best ? best->val_bpb : std::nullopt;
+  best_id_ = best ? best->id : 0;
   if (!repo_->has_commit(best_commit_))
     throw FatalError("kept commit " + best_commit_ + " of #" + std::to_string(best->id) + " is not in the repo");
   if (*tip != best_commit_) {
@@ -251,7 +265,9 @@ void Engine::reconcile() {
 
 void Engine::open_slots() {
   // One slot a GPU trains in, and one for each candidate built ahead.
-  size_t n = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
+  // One slot a GPU trains in, one for each candidate built ahead, and one per
+  // GPU for the repeat runs (a noise round needs slots while candidates hold theirs).
+  size_t n = workers_.size() * (2 + static_cast<size_t>(config_.lookahead));
   for (size_t i = 0; i < n; ++i) {
     std::string name = i == 0 ? config_.tag : config_.tag + "+" + std::to_string(i);
     auto path = state_.root / "worktrees" / name;
@@ -305,10 +321,18 @@ void Engine::begin() {
     c.phase = Phase::kCommitted;
     c.parent = c.commit = best_commit_;
     c.description = "baseline";
+    c.purpose = purpose::kBaseline;
+    c.pin_gpu = workers_.front().gpu;
+    c.in_round = config_.noise.rounds;
     candidates_[id] = std::move(c);
     baseline_pending_ = true;
+    best_id_ = id;
     log_("#" + std::to_string(id) + " baseline at " + short_id(best_commit_));
   }
+  rounds_->restore(store_.last_noise_estimate(config_.tag));
+  // At start the incumbent runs on every GPU at once (the baseline is the first
+  // GPU's run when there is one); new candidates wait for the round.
+  if (config_.noise.rounds) start_round(true, need_baseline ? "start (baseline)" : "start");
   schedule_pump();
 }
 
@@ -391,6 +415,7 @@ void Engine::schedule_pump() {
 
 void Engine::pump() {
   if (stopping_ || !started_ || !environment_ready()) return;
+  maybe_start_round();
   start_trainings();
   start_builds();
   request_proposals();
@@ -548,6 +573,13 @@ void Engine::request_proposal() {
   ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
   ctx.history = history();
   ctx.best_val_bpb = best_val_;
+  if (auto noise = decision_noise(store_.trials(config_.tag))) {
+    std::ostringstream note;
+    note << "Differences below " << config_.noise.z << "σ = " << config_.noise.z * noise->sigma
+         << " are noise (σ = " << noise->sigma
+         << (noise->from_prior ? ", the configured prior" : ", from repeated runs of the same commit") << ").";
+    ctx.noise_note = note.str();
+  }
   ctx.last_failure = last_failure_;
   ++proposals_running_;
   auto box = mailbox_;
@@ -683,7 +715,7 @@ void Engine::start_builds() {
 void Engine::start_build(Candidate& c, int slot) {
   // A candidate made against an older best is moved onto the best of the
   // moment before it is built, so it is measured against what it must beat.
-  if (!c.baseline && c.parent != best_commit_) {
+  if (!c.baseline && c.id > 0 && c.parent != best_commit_) {
     GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
     if (pick.commit.empty())
       return fail(c, status::kConflict,
@@ -728,6 +760,7 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   if (!c) return;
   c->child.reset();
   store_.set_pgid(id, std::nullopt);
+  if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
   auto log = log_path(*c, "build");
   std::string tail = file_tail(log);
   if (r.end == ProcessResult::End::kStopped) return fail(*c, status::kInterrupted, "stopped during the build", tail);
@@ -736,7 +769,7 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
     std::string errors = compiler_errors(file_tail(log, 400, 65536));
     std::string error = r.end == ProcessResult::End::kTimedOut ? "build " + r.describe()
                                                                : "build failed (" + r.describe() + "): " + first_nonblank_line(errors);
-    if (!c->baseline && c->fix_round < config_.max_fix_attempts)
+    if (!c->baseline && c->id > 0 && c->fix_round < config_.max_fix_attempts)
       fixes_.push_back(Fix{id, c->fix_round + 1, repo_->editable_files(c->commit, editable_)});
     return fail(*c, status::kBuildFail, error, tail, errors);
   }
@@ -752,20 +785,23 @@ void Engine::start_trainings() {
   for (size_t w = 0; w < workers_.size(); ++w) {
     if (workers_[w].candidate) continue;
     Candidate* next = nullptr;
-    for (auto& [id, c] : candidates_)
-      if (c.phase == Phase::kBuilt) {
+    for (auto& [id, c] : candidates_)  // repeats (ids < 0) first
+      if (c.phase == Phase::kBuilt && may_train(c, workers_[w])) {
         next = &c;
         break;
       }
-    if (!next) return;
+    if (!next) continue;
     next->phase = Phase::kTraining;
     next->worker = static_cast<int>(w);
     next->stage = 0;
+    next->run_gpu = workers_[w].gpu;
     workers_[w].candidate = next->id;
-    store_.set_gpu(next->id, workers_[w].gpu);
-    next->trial = store_.begin_trial(next->id, config_.tag, workers_[w].gpu,
-                                     next->baseline ? "baseline" : next->reapplies ? "reapplied" : "candidate",
-                                     next->commit);
+    if (next->id > 0) store_.set_gpu(next->id, workers_[w].gpu);
+    const std::string run_purpose = !next->purpose.empty() ? next->purpose
+                                    : next->reapplies      ? purpose::kReapplied
+                                                           : purpose::kCandidate;
+    next->trial = store_.begin_trial(next->id > 0 ? next->id : next->row, config_.tag, workers_[w].gpu, run_purpose,
+                                     next->commit, rounds_->scale(workers_[w].gpu), rounds_->calibration());
     start_stage(*next);
     if (stopping_) return;
   }
@@ -778,7 +814,8 @@ void Engine::start_stage(Candidate& c) {
   double now = now_seconds();
   store_.set_stage(c.id, "running", s.name, now, now + s.timeout_s, now + s.expected_s);
   ChildSpec spec;
-  spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string());
+  spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(),
+                            rounds_->scale(workers_[c.worker].gpu));
   spec.wrapper = sandbox_wrapper(c.slot);
   spec.cwd = slots_[c.slot].path;
   spec.env = child_env(workers_[c.worker].gpu);
@@ -795,6 +832,7 @@ void Engine::on_stage_exit(int64_t id, const ProcessResult& r) {
   if (!c) return;
   c->child.reset();
   store_.set_pgid(id, std::nullopt);
+  if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
   const StageConfig& s = config_.stages[c->stage];
   auto log = log_path(*c, s.name);
   std::string tail = file_tail(log);
@@ -835,13 +873,24 @@ void Engine::finish_training(Candidate& c, const std::filesystem::path& last_log
     if (f == summary->values.end()) return std::nullopt;
     return f->second;
   };
-  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary->to_json()});
   store_.end_trial(c.trial, "ok", value_of("training_seconds"), v, summary->to_json());
+  std::optional<long> steps;
+  if (auto n = value_of("num_steps")) steps = static_cast<long>(*n);
+  std::optional<double> tokens;
+  if (auto t = value_of("total_tokens_M")) tokens = *t * 1e6;
+  store_.set_trial_steps(c.trial, steps, tokens);
   c.trial = 0;
   // The GPU is free for the next candidate while this one is decided.
   workers_[c.worker].candidate = 0;
   c.worker = -1;
+  if (c.id < 0) return end_repeat(c, "ok", steps);
+  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary->to_json()});
+  if (c.in_round) {
+    c.in_round = false;
+    rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), steps);
+  }
   decide(c, v);
+  maybe_end_round();
   schedule_pump();
 }
 
@@ -851,31 +900,86 @@ void Engine::decide(Candidate& c, double v) {
   std::string tail = file_tail(log_path(c, config_.stages.back().name));
   if (c.baseline) {
     baseline_pending_ = false;
-    keep(c, v, config_.metric + " " + fmt_number(v));
-    // Candidates measured while the baseline ran are decided now, in order.
-    std::vector<int64_t> waiting;
-    waiting.swap(deferred_);
-    for (int64_t id : waiting) {
-      Candidate* d = find(id);
-      if (!d) continue;
-      auto row = store_.experiment(id);
-      if (row && row->val_bpb) decide(*d, *row->val_bpb);
-    }
+    const std::string why = config_.metric + " " + fmt_number(v);
+    store_.set_decision(c.id, "kept: the baseline, " + why, v);
+    keep(c, v, why);
+    decide_deferred();  // candidates measured while the baseline ran, in order
     return;
   }
-  if (baseline_pending_) {
+  // Decided later: before the baseline or during a round that holds candidates
+  // back, and while the best's re-runs are on their way (its mean rests on
+  // kMinIncumbentRuns runs before anything is measured against it).
+  const bool stale = c.parent != best_commit_;
+  if (baseline_pending_ || rounds_->holds() || (!stale && incumbent_pending())) {
     deferred_.push_back(c.id);
     c.phase = Phase::kMeasured;
     release(c);  // its slot and GPU; the decision needs no files
     return;
   }
-  std::ostringstream what;
-  what << config_.metric << " " << v;
-  if (best_val_) what << " vs best " << *best_val_;
-  bool beats = !best_val_ || (v < *best_val_ && *best_val_ - v >= config_.min_improvement);
-  if (!beats) return fail(c, status::kDiscarded, what.str() + " is no improvement", tail);
-  if (c.parent == best_commit_) return keep(c, v, what.str());
-  reapply(c, v);
+  // The keep rule (keep_rule.h) on every run of the candidate and of the commit
+  // it was made against, under the boards' current calibration.
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  const int64_t calibration = rounds_->calibration();
+  std::vector<double> runs = runs_of(trials, c.commit, calibration);
+  if (runs.empty()) {  // measured before the boards were calibrated again
+    log_("#" + std::to_string(c.id) + " was measured under an older board calibration; it runs again");
+    c.pin_gpu.clear();
+    c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
+    return schedule_pump();
+  }
+  KeepInput in;
+  in.incumbent = runs_of(trials, c.parent, calibration);
+  if (in.incumbent.empty()) in.incumbent = runs_of(trials, best_commit_, calibration);
+  in.candidate = runs;
+  in.noise = decision_noise(trials);
+  auto row = store_.experiment(c.id);
+  const DiffLines lines = count_diff_lines(row ? row->diff : "");
+  in.lines_added = lines.added;
+  in.lines_removed = lines.removed;
+  in.confirmations_done = c.confirmations;
+  const double mean = spread_of(runs).mean;
+  if (stale) {
+    // Measured on an older best, its runs only screen it: better than that best
+    // (Δ > 0), its change is re-applied onto the best and the rule decides on
+    // the new runs; else it is discarded.
+    const Spread parent = spread_of(in.incumbent);
+    std::ostringstream why;
+    why << std::fixed << std::setprecision(6) << "mean " << mean << " (n=" << runs.size() << ") on the older best "
+        << short_id(c.parent) << ", whose mean is " << parent.mean << " (n=" << parent.n << "): Δ = " << std::showpos
+        << parent.mean - mean;
+    if (parent.mean - mean > 0) {
+      store_.set_decision(c.id, "re-applied: " + why.str() + " > 0", mean);
+      return reapply(c, mean);
+    }
+    ++since_round_;
+    store_.set_decision(c.id, "discarded: " + why.str() + " ≤ 0", mean);
+    return fail(c, status::kDiscarded, "discarded: " + why.str() + " ≤ 0", tail);
+  }
+  const KeepDecision d = decide_keep(in, keep_settings(config_));
+  store_.set_decision(c.id, d.reason, mean);
+  if (d.verdict == Verdict::confirm) {
+    std::vector<std::string> gpus;
+    for (const auto& w : workers_) gpus.push_back(w.gpu);
+    ++c.confirmations;
+    c.purpose = purpose::kConfirm;
+    c.pin_gpu = confirmation_gpu(gpus, gpus_of(trials, c.commit, calibration));
+    c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
+    log_("#" + std::to_string(c.id) + " runs again" + (c.pin_gpu.empty() ? "" : " on GPU " + c.pin_gpu) + ": " + d.reason);
+    return schedule_pump();
+  }
+  ++since_round_;
+  if (d.verdict == Verdict::discard) return fail(c, status::kDiscarded, d.reason, tail);
+  keep(c, mean, d.reason);
+}
+
+void Engine::decide_deferred() {
+  std::vector<int64_t> waiting;
+  waiting.swap(deferred_);
+  for (int64_t id : waiting)
+    if (Candidate* d = find(id)) {
+      auto row = store_.experiment(id);
+      if (row && row->val_bpb) decide(*d, *row->val_bpb);
+    }
 }
 
 void Engine::reapply(Candidate& c, double v) {
@@ -900,6 +1004,9 @@ void Engine::reapply(Candidate& c, double v) {
   ++c.reapplies;
   c.phase = Phase::kCommitted;
   c.stage = 0;
+  c.purpose.clear();
+  c.pin_gpu.clear();
+  c.confirmations = 0;
   schedule_pump();
 }
 
@@ -910,15 +1017,129 @@ void Engine::keep(Candidate& c, double v, const std::string& why) {
   repo_->set_ref(branch_ref_, c.commit, "autoresearchd: keep #" + std::to_string(c.id));
   best_commit_ = c.commit;
   best_val_ = v;
+  best_id_ = c.id;
   last_failure_.reset();
   log_("#" + std::to_string(c.id) + " kept: " + why);
   release(c);
   erase(c.id);
+  if (!rounds_->active()) top_up_incumbent();
   schedule_pump();
+}
+
+// ---------------------------------------------------------------- repeats
+
+void Engine::add_repeat(const std::string& what, const std::string& gpu, bool in_round) {
+  Candidate c;
+  c.id = --next_repeat_;
+  c.row = best_id_;
+  c.purpose = what;
+  c.pin_gpu = gpu;
+  c.in_round = in_round;
+  c.phase = Phase::kCommitted;
+  c.parent = c.commit = best_commit_;
+  c.description = what + " run of #" + std::to_string(best_id_);
+  candidates_[c.id] = std::move(c);
+}
+
+void Engine::start_round(bool hold, const std::string& reason) {
+  rounds_->begin(hold, reason);
+  log_("noise round (" + reason + "): the best " + short_id(best_commit_) + " on every GPU");
+  for (const auto& w : workers_) {
+    bool covered = false;  // the baseline is the first GPU's run of the start round
+    for (const auto& [id, c] : candidates_) covered = covered || (c.baseline && c.in_round && c.pin_gpu == w.gpu);
+    if (!covered) add_repeat(purpose::kNoise, w.gpu, true);
+  }
+}
+
+void Engine::maybe_start_round() {
+  if (!config_.noise.rounds || baseline_pending_ || rounds_->active() || !best_id_) return;
+  const double now = now_seconds();
+  const NoiseDue due = rounds_->due(since_round_, now, config_.noise.every, config_.noise.max_age_s);
+  if (due == NoiseDue::not_due) return;
+  const double age = rounds_->last_round_at() ? now - *rounds_->last_round_at() : 0;
+  start_round(false, describe(due, since_round_, age));
+}
+
+void Engine::maybe_end_round() {
+  if (!rounds_->complete()) return;
+  const double now = now_seconds();
+  const std::string problem = rounds_->finish(now);
+  if (!problem.empty()) log_("warning: " + problem);
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  const auto measured = measured_noise(trials, rounds_->noise_from());
+  NoiseRow row;
+  row.created_at = now;
+  if (measured) row.sigma = measured->sigma, row.df = measured->df;
+  row.calibration = rounds_->calibration();
+  row.scales = format_scales(rounds_->scales());
+  row.reason = rounds_->reason() + (problem.empty() ? "" : "; " + problem);
+  store_.add_noise_estimate(config_.tag, row);
+  if (rounds_->recalibrated()) {
+    log_("boards calibrated (calibration " + std::to_string(rounds_->calibration()) + "): budget scales " + row.scales);
+    return start_round(true, "recalibrated");  // the best is measured under the new scales before anything else
+  }
+  log_("noise round done: " + (measured ? "σ = " + fmt_number(measured->sigma) + " (df " + std::to_string(measured->df) + ")"
+                                        : std::string("σ not yet known")) +
+       (rounds_->calibrates() ? ", budget scales " + row.scales : ""));
+  since_round_ = 0;
+  decide_deferred();
+  top_up_incumbent();
+}
+
+void Engine::top_up_incumbent() {
+  if (!config_.noise.rounds || baseline_pending_ || !best_id_) return;
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  std::vector<std::string> used = gpus_of(trials, best_commit_, rounds_->calibration());
+  for (const auto& [id, c] : candidates_)
+    if (id < 0 && c.commit == best_commit_) used.push_back(c.pin_gpu);  // on its way
+  std::vector<std::string> gpus;
+  for (const auto& w : workers_) gpus.push_back(w.gpu);
+  for (int k = incumbent_reruns_wanted(static_cast<int>(used.size())); k > 0; --k) {
+    const std::string gpu = confirmation_gpu(gpus, used);
+    used.push_back(gpu);
+    add_repeat(purpose::kIncumbent, gpu, false);
+  }
+}
+
+void Engine::end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps) {
+  if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
+  c.trial = 0;
+  if (c.in_round) rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), final_status == "ok" ? steps : std::nullopt);
+  if (final_status == "ok" && c.commit == best_commit_) {
+    // The best's value is the mean of its runs under the current calibration.
+    const auto runs = runs_of(store_.trials(config_.tag), best_commit_, rounds_->calibration());
+    if (!runs.empty()) {
+      best_val_ = spread_of(runs).mean;
+      store_.set_decision(best_id_, store_.decision(best_id_), best_val_);
+    }
+  }
+  if (final_status != "ok")
+    log_(c.description + " on GPU " + c.run_gpu + ": " + final_status);
+  release(c);
+  erase(c.id);
+  maybe_end_round();
+  if (!incumbent_pending()) decide_deferred();
+  schedule_pump();
+}
+
+bool Engine::incumbent_pending() const {
+  for (const auto& [id, c] : candidates_)
+    if (id < 0 && c.purpose == purpose::kIncumbent && c.commit == best_commit_) return true;
+  return false;
+}
+
+bool Engine::may_train(const Candidate& c, const Worker& w) const {
+  if (c.id > 0 && !c.baseline && rounds_->holds()) return false;  // a round measures the best first
+  return c.pin_gpu.empty() || c.pin_gpu == w.gpu;
+}
+
+std::optional<NoiseEstimate> Engine::decision_noise(const std::vector<TrialRow>& trials) const {
+  return noise_for_decisions(measured_noise(trials, rounds_->noise_from()), config_.noise.prior_sigma);
 }
 
 void Engine::fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
                   const std::string& failure_detail) {
+  if (c.id < 0) return end_repeat(c, final_status, std::nullopt);
   const int64_t id = c.id;
   const bool baseline = c.baseline;
   if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
@@ -967,6 +1188,11 @@ std::vector<std::string> Engine::sandbox_wrapper(int slot) const {
 }
 
 void Engine::record_group(int64_t id, pid_t pgid) {
+  if (id < 0) {  // a repeat belongs to no experiment in flight: its group is recorded on its own
+    if (Candidate* c = find(id))
+      c->group_record = store_.add_process_group(pgid, process_start_time(pgid).value_or(0), c->description);
+    return;
+  }
   // The leader is held at the gate, so its start time is readable here.
   if (auto start = process_start_time(pgid)) store_.set_pgid(id, pgid, *start);
   else store_.set_pgid(id, pgid);
@@ -978,7 +1204,8 @@ std::string Engine::tamper_check(const Candidate& c) {
   for (const auto& p : slot.repo->changed_since(c.commit)) bad.push_back(p);
   if (slot.repo->head() != c.commit) bad.push_back("HEAD (moved to " + short_id(slot.repo->head()) + ")");
   if (repo_->ref_target(branch_ref_) != best_commit_) bad.push_back("autoresearch/" + config_.tag + " (moved)");
-  if (repo_->ref_target(exp_ref(c.id)) != c.commit) bad.push_back(exp_ref(c.id) + " (moved)");
+  const int64_t row = c.id > 0 ? c.id : c.row;
+  if (repo_->ref_target(exp_ref(row)) != c.commit) bad.push_back(exp_ref(row) + " (moved)");
   if (bad.empty()) return "";
   return "the worktree differs from the experiment's commit: " + join(bad, 10);
 }
@@ -1019,7 +1246,9 @@ std::vector<std::string> Engine::child_env(const std::string& gpu) const {
 
 std::filesystem::path Engine::log_path(const Candidate& c, const std::string& name) const {
   std::string run = c.reapplies ? "-r" + std::to_string(c.reapplies) : "";
-  return state_.logs() / (std::to_string(c.id) + run + "-" + name + ".log");
+  if (c.confirmations) run += "-c" + std::to_string(c.confirmations);
+  if (c.id < 0) run += "-" + c.purpose + std::to_string(-c.id);
+  return state_.logs() / (std::to_string(c.id > 0 ? c.id : c.row) + run + "-" + name + ".log");
 }
 
 std::string Engine::exp_ref(int64_t id) const {

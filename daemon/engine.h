@@ -41,6 +41,7 @@
 #include "daemon/fault_pause.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
+#include "daemon/noise_rounds.h"
 #include "daemon/state_dir.h"
 #include "daemon/store.h"
 #include "proposers/editable.h"
@@ -48,9 +49,10 @@
 
 namespace ard {
 
-/// Replaces {data_dir}, {budget} and {worktree} in a stage command.
+/// Replaces {data_dir}, {budget}, {worktree} and {budget_scale} (the board
+/// calibration, noise_rounds.h) in a stage command.
 std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
-                       const std::string& worktree);
+                       const std::string& worktree, double budget_scale = 1);
 
 /// The compiler's error lines from a build log (or its tail when none match).
 std::string compiler_errors(const std::string& log);
@@ -101,6 +103,15 @@ class Engine {
     int64_t trial = 0;
     std::shared_ptr<ChildProcess> child;
     bool asking = false;  ///< a proposal thread works on it
+    // Decisions that hold (docs/daemon.md, "The keep rule"). A repeat run (a
+    // noise round's or the incumbent's) has an id < 0 and runs `row`'s commit.
+    int64_t row = 0;          ///< the experiment a repeat's trial belongs to
+    std::string purpose;      ///< the trial's purpose (run_evidence.h)
+    std::string pin_gpu;      ///< set: it trains on this GPU only
+    std::string run_gpu;      ///< the GPU of the run in progress
+    bool in_round = false;    ///< one of a noise round's runs
+    int confirmations = 0;    ///< runs of the candidate after its first (on this commit)
+    int64_t group_record = 0; ///< a repeat's process_groups record
   };
   struct Worker {
     std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
@@ -173,6 +184,19 @@ class Engine {
   void release(Candidate& c);
   void keep(Candidate& c, double value, const std::string& why);
 
+  // Noise rounds, confirmations and the incumbent's re-runs (noise_rounds.h, keep_rule.h).
+  void add_repeat(const std::string& purpose, const std::string& gpu, bool in_round);
+  void start_round(bool hold, const std::string& reason);
+  void maybe_start_round();
+  void decide_deferred();
+  /// Re-runs of the best (after a keep) not finished yet.
+  bool incumbent_pending() const;
+  void maybe_end_round();
+  void top_up_incumbent();
+  void end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps);
+  bool may_train(const Candidate& c, const Worker& w) const;
+  std::optional<NoiseEstimate> decision_noise(const std::vector<TrialRow>& trials) const;
+
   // Helpers.
   /// The bubblewrap command line that confines a child of this slot (the slot
   /// and its scratch writable, the data read-only), ending in `--`; empty with
@@ -229,6 +253,10 @@ class Engine {
   /// Proposals whose commit met a fault of the machine: handled again once it clears.
   std::vector<std::shared_ptr<ProposalDone>> held_proposals_;
   int builds_running_ = 0;
+  std::unique_ptr<NoiseRounds> rounds_;
+  int64_t best_id_ = 0;        ///< the experiment of best_commit_
+  int64_t next_repeat_ = 0;    ///< repeats count down from -1
+  int since_round_ = 0;        ///< experiments decided since the last noise round
 
   bool pump_scheduled_ = false;
 

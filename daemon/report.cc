@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "daemon/decision_report.h"
 #include "daemon/log.h"
 #include "daemon/process_runner.h"
 
@@ -156,8 +157,10 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   }
   os << "\ntag " << tag << ", branch autoresearch/" << tag << "\n\n";
 
+  const std::vector<TrialRow> trials = store.trials(tag);
   os << pad("id", 4, true) << "  " << pad("commit", 7) << "  " << pad("val_bpb", 9, true) << "  "
-     << pad("delta", 9, true) << "  " << pad("status", 14) << "  " << pad("duration", 8, true) << "  description\n";
+     << pad("delta", 9, true) << "  " << pad("status", 14) << "  " << pad("duration", 8, true) << "  "
+     << pad("mean ± spread (n)", 26) << "  description\n";
   std::optional<double> best;
   const ExperimentRow* best_row = nullptr;
   for (const auto& r : rows) {
@@ -166,7 +169,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     double end = r.ended_at ? *r.ended_at : now;
     os << pad(std::to_string(r.id), 4, true) << "  " << pad(r.commit.empty() ? "-" : r.commit.substr(0, 7), 7)
        << "  " << pad(val, 9, true) << "  " << pad(delta, 9, true) << "  " << pad(r.state, 14) << "  "
-       << pad(format_duration(end - r.started_at), 8, true) << "  " << clean(display_description(r)) << "\n";
+       << pad(format_duration(end - r.started_at), 8, true) << "  " << pad(mean_spread(trials, r), 26) << "  " << clean(display_description(r)) << "\n";
     if (r.state == status::kKept && r.val_bpb) {
       best = r.val_bpb;
       best_row = &r;
@@ -194,6 +197,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     os << "; GPU busy share: " << fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
        << (f.gpus == 1 ? "" : "s");
   os << "\n";
+  os << render_noise_status(store, tag, now);
   os << llm_status_line(f.llm);
   if (daemon_pid && session && !session->paused.empty()) os << session->paused << "\n";
 
@@ -283,6 +287,7 @@ std::optional<std::string> render_show(Store& store, int64_t id, const std::file
   if (r->val_bpb) os << "val_bpb:      " << fixed(*r->val_bpb, 6) << "\n";
   if (!r->summary_json.empty()) os << "summary:      " << r->summary_json << "\n";
   if (!r->error.empty()) os << "error:        " << r->error << "\n";
+  os << render_runs(store, *r);
 
   auto attempts = store.attempts(id);
   for (size_t i = 0; i < attempts.size(); ++i) {

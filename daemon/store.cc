@@ -233,12 +233,47 @@ void Store::set_reapplied(int64_t id, const std::string& commit, const std::stri
 }
 
 int64_t Store::begin_trial(int64_t experiment_id, const std::string& tag, const std::string& gpu,
-                           const std::string& purpose, const std::string& commit) {
+                           const std::string& purpose, const std::string& commit, double budget_scale,
+                           int64_t calibration) {
   db_.prepare(
-         "INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at) VALUES(?,?,?,?,?,?)")
+         "INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, budget_scale, calibration) "
+         "VALUES(?,?,?,?,?,?,?,?)")
       .bind(1, experiment_id).bind(2, tag).bind(3, gpu).bind(4, purpose).bind(5, commit).bind(6, now_seconds())
+      .bind(7, budget_scale).bind(8, static_cast<long long>(calibration))
       .run();
   return db_.last_insert_id();
+}
+
+void Store::set_trial_steps(int64_t trial_id, std::optional<int64_t> num_steps, std::optional<double> tokens) {
+  std::optional<long long> steps;
+  if (num_steps) steps = *num_steps;
+  db_.prepare("UPDATE trials SET num_steps=?, tokens=? WHERE id=?").bind(1, steps).bind(2, tokens).bind(3, trial_id).run();
+}
+
+void Store::set_decision(int64_t id, const std::string& reason, std::optional<double> mean_val_bpb) {
+  db_.prepare("UPDATE experiments SET decision=?, val_bpb=coalesce(?, val_bpb) WHERE id=?")
+      .bind(1, reason).bind(2, mean_val_bpb).bind(3, id).run();
+}
+
+std::string Store::decision(int64_t id) {
+  auto s = db_.prepare("SELECT decision FROM experiments WHERE id=?");
+  s.bind(1, id);
+  return s.step() ? s.text(0) : "";
+}
+
+void Store::add_noise_estimate(const std::string& tag, const NoiseRow& r) {
+  db_.prepare("INSERT INTO noise_estimates(tag, created_at, sigma, df, calibration, scales, reason) VALUES(?,?,?,?,?,?,?)")
+      .bind(1, tag).bind(2, r.created_at).bind(3, r.sigma).bind(4, static_cast<long long>(r.df))
+      .bind(5, static_cast<long long>(r.calibration)).bind(6, r.scales).bind(7, r.reason).run();
+}
+
+std::optional<NoiseRow> Store::last_noise_estimate(const std::string& tag) {
+  auto s = db_.prepare(
+      "SELECT id, created_at, sigma, df, calibration, scales, reason FROM noise_estimates WHERE tag=? "
+      "ORDER BY id DESC LIMIT 1");
+  s.bind(1, tag);
+  if (!s.step()) return std::nullopt;
+  return NoiseRow{s.integer(0), s.real(1), s.opt_real(2), s.integer(3), s.integer(4), s.text(5), s.text(6)};
 }
 
 void Store::end_trial(int64_t trial_id, const std::string& status, std::optional<double> training_seconds,
@@ -251,12 +286,15 @@ void Store::end_trial(int64_t trial_id, const std::string& status, std::optional
 std::vector<TrialRow> Store::trials(const std::string& tag) {
   auto s = db_.prepare(
       "SELECT id, experiment_id, gpu, purpose, commit_hash, started_at, ended_at, training_seconds, val_bpb, "
-      "coalesce(status, '') FROM trials WHERE tag=? ORDER BY id");
+      "coalesce(status, ''), budget_scale, calibration, num_steps, tokens FROM trials WHERE tag=? ORDER BY id");
   s.bind(1, tag);
   std::vector<TrialRow> out;
-  while (s.step())
+  while (s.step()) {
+    std::optional<int64_t> steps;
+    if (auto v = s.opt_real(12)) steps = static_cast<int64_t>(*v);
     out.push_back({s.integer(0), s.integer(1), s.text(2), s.text(3), s.text(4), s.real(5), s.opt_real(6),
-                   s.opt_real(7), s.opt_real(8), s.text(9)});
+                   s.opt_real(7), s.opt_real(8), s.text(9), s.real(10), s.integer(11), steps, s.opt_real(13)});
+  }
   return out;
 }
 

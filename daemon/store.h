@@ -79,6 +79,21 @@ struct TrialRow {
   std::optional<double> training_seconds;
   std::optional<double> val_bpb;
   std::string status;  ///< ok, or the failure status
+  double budget_scale = 1;           ///< the board calibration the run was given
+  int64_t calibration = 0;           ///< which calibration (0: none, every board at 1)
+  std::optional<int64_t> num_steps;  ///< from its summary
+  std::optional<double> tokens;
+};
+
+/// One noise round's result (noise_estimates).
+struct NoiseRow {
+  int64_t id = 0;
+  double created_at = 0;
+  std::optional<double> sigma;  ///< nullopt: no commit has two runs yet
+  int64_t df = 0;
+  int64_t calibration = 0;
+  std::string scales;  ///< "gpu=scale,..."
+  std::string reason;
 };
 
 struct SessionRow {
@@ -191,7 +206,18 @@ class Store : public llm::CallSink {
 
   // Trials: every execution of an experiment's stages on a GPU.
   int64_t begin_trial(int64_t experiment_id, const std::string& tag, const std::string& gpu,
-                      const std::string& purpose, const std::string& commit);
+                      const std::string& purpose, const std::string& commit, double budget_scale = 1,
+                      int64_t calibration = 0);
+  /// The run's step count and tokens, from its summary.
+  void set_trial_steps(int64_t trial_id, std::optional<int64_t> num_steps, std::optional<double> tokens);
+  /// The keep rule's reason line, and the value the decision rests on (the mean of the runs).
+  void set_decision(int64_t id, const std::string& reason, std::optional<double> mean_val_bpb);
+  std::string decision(int64_t id);
+
+  // Noise rounds.
+  void add_noise_estimate(const std::string& tag, const NoiseRow& row);
+  /// The last round's row of the tag, or nullopt before the first.
+  std::optional<NoiseRow> last_noise_estimate(const std::string& tag);
   void end_trial(int64_t trial_id, const std::string& status, std::optional<double> training_seconds,
                  std::optional<double> val_bpb, const std::string& summary_json);
   /// Oldest first.

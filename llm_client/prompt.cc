@@ -186,6 +186,7 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, int 
   // 5. history, 6. failure: within what is left.
   long left = limit - estimate_tokens(p.conversation.system) - estimate_tokens(u) - kAskTokens;
   u += "\n# Past experiments\n\n" + history_table(c.history, std::max(0L, std::min(history_tokens, left - 60)));
+  if (!c.noise_note.empty()) u += c.noise_note + "\n";
   left = limit - estimate_tokens(p.conversation.system) - estimate_tokens(u) - kAskTokens;
   if (c.last_failure) {
     size_t room = static_cast<size_t>(std::max(0L, left - 40) * 4);

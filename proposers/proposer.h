@@ -43,6 +43,9 @@ struct ProposalContext {
   std::vector<EditableFile> files;
   std::vector<HistoryEntry> history;  ///< oldest first
   std::optional<double> best_val_bpb;
+  /// The noise floor, when known: "differences below 2σ = X are noise" (the
+  /// keep rule's z·σ), handed to the proposer with the history.
+  std::string noise_note;
   std::optional<Failure> last_failure;
   /// Set by the daemon when it stops: a proposer blocked in I/O (an LLM call)
   /// must return soon after, with a ProposalError of kind kUnavailable. May be

@@ -28,6 +28,15 @@ ScriptedProposer::ScriptedProposer(const std::filesystem::path& script) {
     }
     if (!e.contains("description") || !e["description"].is_string())
       throw std::runtime_error(where + ": missing description");
+    if (e.contains("edits")) {
+      if (!e["edits"].is_array() || e["edits"].empty()) throw std::runtime_error(where + ": edits must be a non-empty array");
+      for (const auto& x : e["edits"])
+        if (!x.is_object() || !x.contains("path") || !x["path"].is_string() || !x.contains("find") ||
+            !x["find"].is_string() || x["find"].get<std::string>().empty() || !x.contains("replace") ||
+            !x["replace"].is_string())
+          throw std::runtime_error(where + ": each edit needs a string path, a non-empty find and a replace");
+      continue;
+    }
     if (!e.contains("writes") || !e["writes"].is_array() || e["writes"].empty())
       throw std::runtime_error(where + ": missing writes");
     for (const auto& w : e["writes"])
@@ -62,7 +71,31 @@ ProposalResult ScriptedProposer::propose(const ProposalContext& context) {
   next_ = index + 1;
   Proposal p;
   p.description = e["description"];
-  for (const auto& w : e["writes"]) p.writes.push_back({w["path"], w["content"]});
+  if (e.contains("edits")) {
+    for (const auto& x : e["edits"]) {
+      const std::string path = x["path"], find = x["find"], replace = x["replace"];
+      auto file = std::find_if(context.files.begin(), context.files.end(), [&](const EditableFile& f) { return f.path == path; });
+      auto write = std::find_if(p.writes.begin(), p.writes.end(), [&](const FileWrite& w) { return w.path == path; });
+      if (write == p.writes.end()) {
+        if (file == context.files.end()) {
+          attempt.error = path + ": not an editable file the proposer was given";
+          result.error = ProposalError{ProposalError::Kind::kBadEdit, attempt.error, {attempt}};
+          return result;
+        }
+        p.writes.push_back({path, file->content});
+        write = p.writes.end() - 1;
+      }
+      const size_t at = write->content.find(find);
+      if (at == std::string::npos) {
+        attempt.error = path + ": the text to replace is not in the file: " + find.substr(0, 60);
+        result.error = ProposalError{ProposalError::Kind::kBadEdit, attempt.error, {attempt}};
+        return result;
+      }
+      write->content.replace(at, find.size(), replace);
+    }
+  } else {
+    for (const auto& w : e["writes"]) p.writes.push_back({w["path"], w["content"]});
+  }
   p.attempts.push_back(attempt);
   result.proposal = std::move(p);
   return result;

@@ -2,8 +2,13 @@
 //
 //   [ {"description": "raise the lr", "writes": [{"path": "trainer/train.cu", "content": "..."}]},
 //     {"error": "bad_edit", "message": "the model gave no edit"},
+//     {"description": "slot 7", "edits": [{"path": "trainer/train.cu", "find": "a", "replace": "b"}]},
 //     ... ]
 //
+// "edits" change the files the proposer is given (the best of the moment):
+// the first occurrence of each "find" is replaced, so edits made one after
+// another add up the way an LLM's search/replace edits do. A "find" that is
+// not in its file answers bad_edit.
 // Entries are used in order: the next one after the last used, and never one
 // before the number of non-baseline experiments already in the history, so a
 // restarted daemon goes on where it stopped. An "unavailable" entry is not

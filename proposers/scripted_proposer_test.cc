@@ -56,5 +56,38 @@ TEST(ScriptedProposer, BadScriptsNameTheEntry) {
   EXPECT_THROW(ScriptedProposer(dir / "missing.json"), std::runtime_error);
 }
 
+TEST(ScriptedProposer, EditsChangeTheFilesItIsGivenAndAddUp) {
+  testing::TempDir dir;
+  testing::write_file(dir / "s.json", R"([
+    {"description": "one", "edits": [{"path": "a.cu", "find": "x 0", "replace": "x 1"}]},
+    {"description": "two", "edits": [{"path": "a.cu", "find": "y 0", "replace": "y 2"}]},
+    {"description": "gone", "edits": [{"path": "a.cu", "find": "z 0", "replace": "z 3"}]}
+  ])");
+  ScriptedProposer p(dir / "s.json");
+  ProposalContext c = with_history(0);
+  c.files = {{"a.cu", "x 0\ny 0\n"}};
+  auto r0 = p.propose(c);
+  ASSERT_TRUE(r0.ok());
+  EXPECT_EQ(r0.proposal->writes.at(0).content, "x 1\ny 0\n");
+  c = with_history(1);
+  c.files = {{"a.cu", "x 1\ny 0\n"}};  // the best now has the first edit
+  auto r1 = p.propose(c);
+  ASSERT_TRUE(r1.ok());
+  EXPECT_EQ(r1.proposal->writes.at(0).content, "x 1\ny 2\n");
+  c = with_history(2);
+  c.files = {{"a.cu", "x 1\ny 2\n"}};
+  auto r2 = p.propose(c);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.error->kind, ProposalError::Kind::kBadEdit);
+  EXPECT_THAT(r2.error->message, HasSubstr("a.cu: the text to replace is not in the file: z 0"));
+  testing::write_file(dir / "t.json", R"([{"description": "x", "edits": [{"path": "a.cu", "find": ""}]}])");
+  try {
+    ScriptedProposer bad(dir / "t.json");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("entry 1: each edit needs"));
+  }
+}
+
 }  // namespace
 }  // namespace ard

@@ -119,7 +119,7 @@ class Night {
     for (size_t g = 0; g < o_.speeds.size(); ++g) {
       long steps = 0;
       const double v = run(incumbent_, incumbent_effect_, static_cast<int>(g), true, t, &steps);
-      record(incumbent_, v);
+      record(incumbent_, v, true);
       cal.push_back({std::to_string(g), scales_[g], steps});
     }
     auto result = ard::calibrate_scales(cal);
@@ -136,7 +136,12 @@ class Night {
     if (changed) ++epoch_;  // runs at other step counts are not comparable, nor repeats of each other
   }
 
-  void record(int commit, double v) { runs_[{commit, epoch_}].push_back(v); }
+  /// unselected: a run no decision selected (noise rounds, the best's re-runs);
+  /// only those feed σ, as in the engine (run_evidence.h).
+  void record(int commit, double v, bool unselected = false) {
+    runs_[{commit, epoch_}].push_back(v);
+    if (unselected) unselected_[{commit, epoch_}].push_back(v);
+  }
 
   std::vector<double> runs_of(int commit) const {
     std::vector<double> all;
@@ -146,10 +151,7 @@ class Night {
   }
 
   std::optional<ard::NoiseEstimate> noise() const {
-    std::vector<std::vector<double>> groups;
-    for (const auto& [key, values] : runs_)
-      if (key.second > 0) groups.push_back(values);  // epoch 0: before the first calibration
-    return ard::noise_for_decisions(ard::pooled_noise(groups), 0);
+    return ard::noise_for_decisions(ard::pooled_noise(groups_after_calibration()), 0);
   }
 
   /// The policy over the night's candidates.
@@ -192,7 +194,7 @@ class Night {
         for (int k = ard::incumbent_reruns_wanted(static_cast<int>(runs_of(incumbent_).size())); k > 0; --k) {
           const std::string gpu = ard::confirmation_gpu(gpus, incumbent_gpus_);
           incumbent_gpus_.push_back(gpu);
-          record(incumbent_, run(incumbent_, incumbent_effect_, std::stoi(gpu), true, t));
+          record(incumbent_, run(incumbent_, incumbent_effect_, std::stoi(gpu), true, t), true);
         }
       }
       ++since_round;
@@ -221,8 +223,8 @@ class Night {
 
  private:
   std::vector<std::vector<double>> groups_after_calibration() const {
-    std::vector<std::vector<double>> groups;
-    for (const auto& [key, values] : runs_)
+    std::vector<std::vector<double>> groups;  // epoch 0: before the first calibration
+    for (const auto& [key, values] : unselected_)
       if (key.second > 0) groups.push_back(values);
     return groups;
   }
@@ -231,6 +233,7 @@ class Night {
   int night_;
   std::vector<double> scales_;
   std::map<std::pair<int, int>, std::vector<double>> runs_;  // (commit, epoch) → val_bpb
+  std::map<std::pair<int, int>, std::vector<double>> unselected_;  // the runs of runs_ that feed σ
   int epoch_ = 0;
   int incumbent_ = 0;
   double incumbent_effect_ = 0;

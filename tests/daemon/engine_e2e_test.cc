@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -83,7 +85,12 @@ class EngineE2E : public ::testing::Test {
   }
 
   /// gpus: the TOML value; proposer: the [proposer] (and [llm]) tables.
-  void write_config(const std::string& gpus, int lookahead, const std::string& proposer, double train_timeout = 30) {
+  /// The old rule's knobs: no noise rounds (so no repeats of the best) and no
+  /// confirmation runs; σ is then never known and strictly lower decides.
+  static constexpr const char* kOldRule = "[keep]\nconfirmations = 0\n[noise]\nrounds = false\n";
+  void write_config(const std::string& gpus, int lookahead, const std::string& proposer, double train_timeout = 30,
+                    const std::string& decisions = kOldRule,
+                    const std::string& train = "echo gpu=$CUDA_VISIBLE_DEVICES; " + kFake + " run trainer/train.cu") {
     write_file(repo / "autoresearch.toml", "tag = \"e2e\"\nbudget_s = 1\nstartup_s = 1\nretry_wait_s = 0.2\n"
                                            "gpus = " + gpus + "\nlookahead = " + std::to_string(lookahead) + R"(
 [build]
@@ -91,13 +98,13 @@ command = "mkdir -p build && )" + kFake + R"( build trainer/train.cu"
 timeout_s = 10
 [[stage]]
 name = "train"
-command = "echo gpu=$CUDA_VISIBLE_DEVICES; )" + kFake + R"( run trainer/train.cu"
+command = ")" + train + R"("
 timeout_s = )" + std::to_string(train_timeout) + R"(
 [data]
 enabled = false
 [preflight]
 gpu = "off"
-)" + proposer);
+)" + proposer + decisions);
   }
   static std::string scripted() { return "[proposer]\nkind = \"scripted\"\nscript = \"script.json\"\n"; }
   static std::string llm(const llm::testing::FakeLlmServer& server) {
@@ -355,6 +362,95 @@ TEST_F(EngineE2E, SigkillWithFourInFlightThenRestartLeavesNoOrphan) {
   EXPECT_EQ(best->description, "improve");
   EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), best->commit);
   for (const auto& t : store.trials("e2e")) EXPECT_TRUE(t.ended_at);
+}
+
+// ---------------------------------------------------------------- decisions that hold
+
+TEST_F(EngineE2E, AnUndecidedCandidateIsConfirmedOnAnotherGpuThenKept) {
+  // σ = 0.01 (the prior; rounds off, so the baseline has one run). A gain of
+  // 0.025 on one run: σΔ = 0.01·√2 = 0.0141, between 1.5σΔ and 2σΔ: confirm.
+  // The second run goes to the other GPU; with n = 2 the margin is
+  // 2·0.01·√1.5 = 0.0245 < 0.025: kept.
+  write_file(repo / "script.json",
+             nlohmann::json::array({edit("gain", with(kBase, "# a-slot", "bonus 0.025"))}).dump());
+  write_config("[0, 1]", 0, scripted(), 30, "[noise]\nrounds = false\nprior_sigma = 0.01\n");
+  pid_t pid = spawn_daemon("daemon.out");
+  auto rows = wait_for([](const auto& r) { return r.size() >= 2 && is_final_state(r[1].state); });
+  stop_daemon(pid);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[1].state, "kept") << rows[1].error;
+  std::vector<TrialRow> mine;
+  for (const auto& t : Store(db_path().string()).trials("e2e"))
+    if (t.experiment_id == rows[1].id) mine.push_back(t);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine[0].purpose, "candidate");
+  EXPECT_EQ(mine[1].purpose, "confirm");
+  EXPECT_NE(mine[0].gpu, mine[1].gpu);
+  auto show = daemon("show " + std::to_string(rows[1].id)).out;
+  EXPECT_THAT(show, HasSubstr("kept: mean 0.975000 (n=2)"));
+  EXPECT_THAT(show, HasSubstr("confirm"));
+}
+
+TEST_F(EngineE2E, ACandidateThatFailsItsConfirmationIsDiscarded) {
+  // As above, but the gain is 0.022: confirmed on the other GPU, n = 2 gives
+  // 0.022 < 0.0245 and no confirmation is left (confirmations = 1): discarded.
+  write_file(repo / "script.json",
+             nlohmann::json::array({edit("small", with(kBase, "# a-slot", "bonus 0.022"))}).dump());
+  write_config("[0, 1]", 0, scripted(), 30, "[noise]\nrounds = false\nprior_sigma = 0.01\n[keep]\nconfirmations = 1\n");
+  pid_t pid = spawn_daemon("daemon.out");
+  auto rows = wait_for([](const auto& r) { return r.size() >= 2 && is_final_state(r[1].state); });
+  stop_daemon(pid);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[1].state, "discarded");
+  EXPECT_THAT(rows[1].error, HasSubstr("not confirmed after 2 run(s)"));
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), base);
+}
+
+TEST_F(EngineE2E, TheStartRoundRunsTheBestOnEveryGpuAndCalibratesTheBoards) {
+  // Four fake boards at 0.95, 0.98, 1.00 and 1.03 × speed (fake_board.h):
+  // the first round at scale 1 takes 2850..3090 steps; the boards are then
+  // calibrated to the slowest, and the second round takes 2850 steps (±1) on
+  // every board. σ comes from the repeats of the second round.
+  write_file(repo / "trainer/train.cu", "effect 0\nseconds 0.1\n");
+  git("commit -qam sim");
+  write_file(repo / "script.json", "[]");
+  const std::string train = "FAKE_GPU_SPEEDS=0.95,0.98,1.00,1.03 " + kFake +
+                            " run trainer/train.cu --budget 300 --budget-scale {budget_scale}";
+  write_config("[0, 1, 2, 3]", 0, scripted(), 30, "", train);
+  pid_t pid = spawn_daemon("daemon.out");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<NoiseRow> noise;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!std::filesystem::exists(db_path())) continue;
+    noise = Store(db_path().string()).last_noise_estimate("e2e");
+    if (noise && noise->calibration == 1 && noise->reason == "recalibrated") break;
+  }
+  auto status = daemon("status").out;
+  stop_daemon(pid);
+  ASSERT_TRUE(noise && noise->reason == "recalibrated") << read_file(repo / ".autoresearchd/daemon.log");
+  ASSERT_TRUE(noise->sigma);
+  EXPECT_GT(*noise->sigma, 0.0001);
+  EXPECT_LT(*noise->sigma, 0.006);
+  std::map<std::string, std::vector<TrialRow>> by_calibration[2];
+  for (const auto& t : Store(db_path().string()).trials("e2e"))
+    if (t.calibration < 2 && t.status == "ok") by_calibration[t.calibration][t.gpu].push_back(t);
+  const std::map<std::string, double> speed = {{"0", 0.95}, {"1", 0.98}, {"2", 1.00}, {"3", 1.03}};
+  ASSERT_EQ(by_calibration[0].size(), 4u);  // the first round: every GPU, scale 1
+  ASSERT_EQ(by_calibration[1].size(), 4u);  // the second: every GPU, calibrated
+  for (const auto& [gpu, runs] : by_calibration[1]) {
+    const TrialRow& first = by_calibration[0][gpu].front();
+    EXPECT_DOUBLE_EQ(first.budget_scale, 1);
+    EXPECT_EQ(*first.num_steps, static_cast<int64_t>(std::floor(300 * speed.at(gpu) / 0.1 + 1e-9)));
+    const TrialRow& run = runs.front();
+    EXPECT_EQ(run.purpose, "noise");
+    EXPECT_NEAR(run.budget_scale, 0.95 / speed.at(gpu), 1e-3) << "GPU " << gpu;
+    EXPECT_NEAR(static_cast<double>(*run.num_steps), 2850, 1) << "GPU " << gpu;
+    EXPECT_GT(*run.tokens, 0);
+  }
+  EXPECT_THAT(status, HasSubstr("σ = "));
+  EXPECT_THAT(status, HasSubstr("budget scales"));
+  EXPECT_THAT(status, HasSubstr("repeats and calibration"));
 }
 
 }  // namespace

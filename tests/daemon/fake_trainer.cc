@@ -21,7 +21,8 @@
 //
 //
 // Simulation mode (the decision benchmark), when the file has a line
-//   effect 0.0045     the candidate's true improvement of val_bpb (> 0: better)
+//   effect 0.0045     a true improvement of val_bpb (> 0: better); every such
+//                     line counts, so changes kept one after another add up
 // with optional lines bpb_a, bpb_b, noise_sigma, step_cost (fake_board.h's
 // World and its defaults). The run's board speed is FAKE_GPU_SPEED, or entry
 // k of the comma list FAKE_GPU_SPEEDS where k = CUDA_VISIBLE_DEVICES (default
@@ -175,7 +176,10 @@ int simulate(const char* path, const std::vector<std::string>& lines, const RunF
       f.nonce ? *f.nonce
               : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   const long steps = fake_board::steps(f.budget_s, f.budget_scale, speed, w.step_cost);
-  const double v = fake_board::val_bpb(w, steps, number(lines, "effect", 0), fake_board::run_seed(read_all(path), nonce));
+  double effect = 0;  // every effect line counts, so kept changes add up like the bonus lines
+  for (const auto& l : lines)
+    if (l.rfind("effect ", 0) == 0) effect += std::atof(l.c_str() + 7);
+  const double v = fake_board::val_bpb(w, steps, effect, fake_board::run_seed(read_all(path), nonce));
   const double seconds = number(lines, "seconds", 0.05);
   std::printf("step 0 | loss 9.01\n");
   std::fflush(stdout);

@@ -1,0 +1,73 @@
+// The evidence a keep decision rests on, read from the trials table: the runs
+// of a commit under one board calibration, σ pooled over every commit's
+// repeats, the diff's line counts, and the GPU time each kind of run cost.
+//
+// Pure functions over TrialRow, so the engine, `status` and the tests agree.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/noise.h"
+#include "daemon/store.h"
+
+namespace ard {
+
+/// What a trial is for (trials.purpose).
+namespace purpose {
+inline constexpr const char* kBaseline = "baseline";    ///< the unmodified trainer, first run
+inline constexpr const char* kCandidate = "candidate";  ///< a candidate's first run
+inline constexpr const char* kReapplied = "reapplied";  ///< its change moved onto a newer best
+inline constexpr const char* kConfirm = "confirm";      ///< a candidate run again (keep_rule.h)
+inline constexpr const char* kIncumbent = "incumbent";  ///< a new best re-run to kMinIncumbentRuns
+inline constexpr const char* kNoise = "noise";          ///< a noise round: the best on every GPU
+}  // namespace purpose
+
+/// True for the runs that only repeat a measurement (confirm, incumbent, noise).
+bool is_repeat(const std::string& trial_purpose);
+
+/// val_bpb of every finished (status ok) run of `commit` under `calibration`.
+std::vector<double> runs_of(const std::vector<TrialRow>& trials, const std::string& commit, int64_t calibration);
+/// The GPUs of those runs, in order.
+std::vector<std::string> gpus_of(const std::vector<TrialRow>& trials, const std::string& commit, int64_t calibration);
+
+/// σ pooled over the groups of finished runs of one commit under one
+/// calibration, for calibrations >= min_calibration (runs on boards not yet
+/// calibrated against each other are left out once they are). Only runs no
+/// decision selected count: the baseline, the noise rounds and the best's
+/// re-runs (a kept candidate's own runs are low by the selection that kept it,
+/// which would pass for noise).
+std::optional<NoiseEstimate> measured_noise(const std::vector<TrialRow>& trials, int64_t min_calibration);
+
+/// Lines a unified diff adds and removes (file headers not counted).
+struct DiffLines {
+  int added = 0;
+  int removed = 0;
+};
+DiffLines count_diff_lines(const std::string& diff);
+
+/// GPU time of the finished runs: the budget time they report
+/// (training_seconds), else their wall time.
+struct RunTime {
+  double total_s = 0;
+  double repeat_s = 0;                     ///< confirm, incumbent and noise runs
+  std::map<std::string, double> by_purpose;
+  double repeat_share() const { return total_s > 0 ? repeat_s / total_s : 0; }
+};
+RunTime run_time(const std::vector<TrialRow>& trials);
+
+/// Mean, sample standard deviation (0 for one value) and count of the finite values.
+struct Spread {
+  double mean = 0;
+  double spread = 0;
+  int n = 0;
+};
+Spread spread_of(const std::vector<double>& values);
+
+/// "0=1.0000,1=0.9694" and back; parse_scales skips malformed items.
+std::string format_scales(const std::map<std::string, double>& scales);
+std::map<std::string, double> parse_scales(const std::string& text);
+
+}  // namespace ard
