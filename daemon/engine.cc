@@ -509,7 +509,7 @@ bool Engine::environment_ready() {
     ++proposals_running_;
     on_proposal(done);
   }
-  return !stopping_;
+  return !stopping_ && !fault_pause_.active();  // a held commit may have met the fault again
 }
 
 void Engine::check_store_file() {
@@ -1145,7 +1145,9 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
   store_.finish(id, final_status, error, log_tail);
   if (final_status == status::kDiscarded) breaker_.record_success();
-  else if (final_status != status::kInterrupted) breaker_.record_failure(final_status, error);
+  // A conflict says only that another worker moved the best meanwhile: no failure the breaker counts.
+  else if (final_status != status::kInterrupted && final_status != status::kConflict)
+    breaker_.record_failure(final_status, error);
   if (final_status != status::kDiscarded && final_status != status::kInterrupted)
     last_failure_ = Failure{final_status, failure_detail.empty() ? error + "\n" + log_tail : failure_detail};
   log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));

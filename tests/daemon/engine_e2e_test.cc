@@ -31,6 +31,7 @@ using testing::read_file;
 using testing::sh_quote;
 using testing::shell;
 using testing::write_file;
+using llm::testing::whole_file_answer;
 using ::testing::HasSubstr;
 
 const std::string kDaemon = AUTORESEARCHD;
@@ -46,10 +47,6 @@ std::string with(std::string text, const std::string& from, const std::string& t
 
 nlohmann::json edit(const std::string& description, const std::string& train_cu) {
   return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
-}
-
-std::string whole_file_answer(const std::string& description, const std::string& train_cu) {
-  return "DESCRIPTION: " + description + "\n\n=== FILE: trainer/train.cu ===\n" + train_cu + "=== END FILE ===\n";
 }
 
 class EngineE2E : public ::testing::Test {
@@ -107,10 +104,7 @@ gpu = "off"
 )" + proposer + decisions);
   }
   static std::string scripted() { return "[proposer]\nkind = \"scripted\"\nscript = \"script.json\"\n"; }
-  static std::string llm(const llm::testing::FakeLlmServer& server) {
-    return "[proposer]\nkind = \"llm\"\n[llm]\nprovider = \"openai\"\nmodel = \"fake-model\"\nbase_url = \"" +
-           server.base_url(false) + "\"\napi_key_env = \"\"\nretries = 0\n";
-  }
+  static std::string llm(const llm::testing::FakeLlmServer& server) { return llm::testing::proposer_toml(server); }
 
   std::filesystem::path db_path() const { return repo / ".autoresearchd/results.db"; }
 

@@ -29,16 +29,13 @@ using testing::read_file;
 using testing::sh_quote;
 using testing::shell;
 using testing::write_file;
+using llm::testing::whole_file_answer;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::Not;
 
 const std::string kDaemon = AUTORESEARCHD;
 const std::string kFake = FAKE_TRAINER;
-
-std::string whole_file_answer(const std::string& description, const std::string& train_cu) {
-  return "DESCRIPTION: " + description + "\n\n=== FILE: trainer/train.cu ===\n" + train_cu + "=== END FILE ===\n";
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -87,10 +84,7 @@ gpu = "off"
   std::string scripted() const {
     return "[proposer]\nkind = \"scripted\"\nscript = \"" + (dir.path() / "script.json").string() + "\"\n";
   }
-  static std::string llm(const llm::testing::FakeLlmServer& server) {
-    return "[proposer]\nkind = \"llm\"\n[llm]\nprovider = \"openai\"\nmodel = \"fake-model\"\nbase_url = \"" +
-           server.base_url(false) + "\"\napi_key_env = \"\"\nretries = 0\n";
-  }
+  static std::string llm(const llm::testing::FakeLlmServer& server) { return llm::testing::proposer_toml(server); }
 
   testing::ShellResult daemon(const std::string& args) {
     return shell("cd " + sh_quote(repo.string()) + " && " + kDaemon + " " + args);

@@ -50,6 +50,17 @@ class FakeLlmServer {
   ard::testing::PythonServer server_;
 };
 
+/// The model's answer in the whole-file edit format: trainer/train.cu replaced by train_cu.
+inline std::string whole_file_answer(const std::string& description, const std::string& train_cu) {
+  return "DESCRIPTION: " + description + "\n\n=== FILE: trainer/train.cu ===\n" + train_cu + "=== END FILE ===\n";
+}
+
+/// The [proposer] and [llm] tables of a config whose LLM is server (OpenAI protocol, no key, no retries).
+inline std::string proposer_toml(const FakeLlmServer& server) {
+  return "[proposer]\nkind = \"llm\"\n[llm]\nprovider = \"openai\"\nmodel = \"fake-model\"\nbase_url = \"" +
+         server.base_url(false) + "\"\napi_key_env = \"\"\nretries = 0\n";
+}
+
 /// Sets a flag after a delay, from a thread of its own: `stop` while a call is
 /// in flight. Joins when destroyed.
 class SetLater {
