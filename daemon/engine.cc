@@ -220,7 +220,7 @@ void Engine::reconcile() {
   store_.close_open_trials(alive);
   for (const auto& line : kill_recorded_groups(store_)) log_("reconcile: " + line);
   // A measured result is never lost: an `evaluated` row gets the decision it would have had.
-  for (const auto& d : finish_evaluated(store_, config_.tag, config_.min_improvement))
+  for (const auto& d : finish_evaluated(store_, config_.tag, keep_settings(config_), config_.noise.prior_sigma))
     log_("reconcile: #" + std::to_string(d.id) + " was measured (" + config_.metric + " " + fmt_number(d.val_bpb) +
          ") when the daemon stopped: " + (d.kept ? "kept" : "discarded"));
   for (const auto& r : store_.unfinished()) {
@@ -1078,6 +1078,8 @@ void Engine::maybe_end_round() {
     log_("boards calibrated (calibration " + std::to_string(rounds_->calibration()) + "): budget scales " + row.scales);
     return start_round(true, "recalibrated");  // the best is measured under the new scales before anything else
   }
+  if (rounds_->wants_settle_round(measured))
+    return start_round(true, "σ rests on df " + std::to_string(measured ? measured->df : 0) + ": another round");
   log_("noise round done: " + (measured ? "σ = " + fmt_number(measured->sigma) + " (df " + std::to_string(measured->df) + ")"
                                         : std::string("σ not yet known")) +
        (rounds_->calibrates() ? ", budget scales " + row.scales : ""));

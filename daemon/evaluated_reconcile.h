@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/keep_rule.h"
 #include "daemon/store.h"
 
 namespace ard {
@@ -33,5 +34,13 @@ struct EvaluatedDecision {
 /// the caller to mark interrupted. Returns the decisions in order; the caller
 /// then moves the branch to store.best(tag)'s commit.
 std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string& tag, double min_improvement);
+
+/// The same with the keep rule (keep_rule.h) on the runs in `trials`: the
+/// row's runs and the best's under the latest calibration, σ pooled over the
+/// unselected repeats (run_evidence.h), no confirmation left (a restart runs
+/// none). Rows without finished runs fall back to the rule above. The reason
+/// line is stored as the row's decision.
+std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string& tag, const KeepSettings& settings,
+                                                double prior_sigma);
 
 }  // namespace ard

@@ -2,6 +2,8 @@
 // the daemon would have made, never `interrupted`.
 #include "daemon/evaluated_reconcile.h"
 
+#include <gmock/gmock.h>
+
 #include "testing/test_util.h"
 
 namespace ard {
@@ -81,6 +83,32 @@ TEST(KeepRule, StrictlyLowerByTheMinimum) {
   EXPECT_TRUE(is_improvement(0.9, 1.0, 0.1 - 1e-12));
   EXPECT_FALSE(is_improvement(1.0, 1.0, 0));
   EXPECT_FALSE(is_improvement(0.95, 1.0, 0.1));
+}
+
+TEST_F(EvaluatedTest, WithTheKeepRuleAGainWithinTheNoiseIsDiscardedAtRestart) {
+  // The best has three runs (σ from them, df 2, below what decisions use), so
+  // noise.prior_sigma = 0.01 decides: a candidate 0.005 better on one run is
+  // under 2σΔ = 2·0.01·√(1/3+1) = 0.0231, and a restart runs no confirmation.
+  for (double v : {1.0, 1.002, 0.998}) {
+    int64_t t = store.begin_trial(1, "t", "0", v == 1.0 ? "baseline" : "incumbent", kBase);
+    store.end_trial(t, "ok", 30.0, v, "{}");
+  }
+  int64_t small = evaluated(std::string(40, 'a'), 0.995);
+  store.end_trial(store.begin_trial(small, "t", "1", "candidate", std::string(40, 'a')), "ok", 30.0, 0.995, "{}");
+  KeepSettings settings;
+  auto d = finish_evaluated(store, "t", settings, 0.01);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].kept);
+  EXPECT_EQ(store.experiment(small)->state, status::kDiscarded);
+  EXPECT_THAT(store.experiment(small)->error, ::testing::HasSubstr("(n=3)"));
+  EXPECT_THAT(store.decision(small), ::testing::HasSubstr("decided at restart"));
+  // A gain well beyond the margin is kept, and becomes the best.
+  int64_t big = evaluated(std::string(40, 'b'), 0.95);
+  store.end_trial(store.begin_trial(big, "t", "1", "candidate", std::string(40, 'b')), "ok", 30.0, 0.95, "{}");
+  d = finish_evaluated(store, "t", settings, 0.01);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].kept);
+  EXPECT_EQ(store.best("t")->id, big);
 }
 
 }  // namespace

@@ -71,4 +71,11 @@ std::string NoiseRounds::finish(double now) {
   return "";
 }
 
+bool NoiseRounds::wants_settle_round(const std::optional<NoiseEstimate>& measured) {
+  if (!hold_ || gpus_.size() < 2 || settle_rounds_ >= kMaxSettleRounds) return false;
+  if (measured && measured->df >= kSettleNoiseDf) return false;
+  ++settle_rounds_;
+  return true;
+}
+
 }  // namespace ard

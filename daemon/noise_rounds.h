@@ -26,6 +26,14 @@ namespace ard {
 /// count's jitter is not a board's speed, and each change costs a round.
 inline constexpr double kRecalibrateTolerance = 0.002;
 
+/// With several GPUs, no candidate is decided until σ rests on this many
+/// degrees of freedom: a round that held candidates back and left fewer is
+/// followed by another at once (at most kMaxSettleRounds). With df = 3 (one
+/// round of 4 GPUs) σ̂ is off by more than 40 % one time in ten, and a σ too
+/// large early discards the gains whose re-runs would have refined it.
+inline constexpr int kSettleNoiseDf = 7;
+inline constexpr int kMaxSettleRounds = 3;
+
 class NoiseRounds {
  public:
   /// calibrate: the boards are calibrated (two GPUs or more, `noise.calibrate`
@@ -61,6 +69,10 @@ class NoiseRounds {
   /// calibration error is returned as a one-line message (scales kept).
   std::string finish(double now);
   bool recalibrated() const { return recalibrated_; }
+  /// After finish(): whether another round should follow at once, holding
+  /// candidates back, because the round held them and σ (measured: the pooled
+  /// estimate now) rests on fewer than kSettleNoiseDf degrees of freedom.
+  bool wants_settle_round(const std::optional<NoiseEstimate>& measured);
   int rounds_done() const { return rounds_; }
   std::optional<double> last_round_at() const { return last_at_; }
 
@@ -72,6 +84,7 @@ class NoiseRounds {
   bool active_ = false, hold_ = false, recalibrated_ = false;
   int left_ = 0;
   int rounds_ = 0;
+  int settle_rounds_ = 0;
   std::string reason_;
   std::vector<CalibrationRun> runs_;
   std::optional<double> last_at_;

@@ -88,5 +88,28 @@ TEST(NoiseRounds, RestoreTakesTheStoredScalesOnlyForTheSameGpus) {
   EXPECT_DOUBLE_EQ(off.scale("1"), 1);
 }
 
+TEST(NoiseRounds, AHoldingRoundIsFollowedByAnotherUntilSigmaRestsOnEnoughDf) {
+  NoiseRounds r({"0", "1", "2", "3"}, false);
+  r.begin(true, "start");
+  for (const char* g : {"0", "1", "2", "3"}) r.run_done(g, 1, 3000);
+  r.finish(1);
+  EXPECT_TRUE(r.wants_settle_round(NoiseEstimate{0.0015, 3}));
+  EXPECT_TRUE(r.wants_settle_round(std::nullopt));
+  EXPECT_FALSE(r.wants_settle_round(NoiseEstimate{0.0015, kSettleNoiseDf}));
+  EXPECT_TRUE(r.wants_settle_round(NoiseEstimate{0.0015, 6}));
+  EXPECT_FALSE(r.wants_settle_round(NoiseEstimate{0.0015, 6}));  // at most kMaxSettleRounds
+  NoiseRounds periodic({"0", "1"}, false);
+  periodic.begin(false, "every");
+  periodic.run_done("0", 1, 3000);
+  periodic.run_done("1", 1, 3000);
+  periodic.finish(2);
+  EXPECT_FALSE(periodic.wants_settle_round(NoiseEstimate{0.0015, 1}));  // a round that held nothing back
+  NoiseRounds one({"0"}, false);
+  one.begin(true, "start");
+  one.run_done("0", 1, 3000);
+  one.finish(3);
+  EXPECT_FALSE(one.wants_settle_round(std::nullopt));  // one GPU: the best's re-runs measure σ
+}
+
 }  // namespace
 }  // namespace ard

@@ -21,7 +21,7 @@
 # the policy simulation (decision_sim, 200 nights) as a cross-check.
 #
 #   scripts/bench_decisions.sh [BUILD_DIR]     (default: build)
-#   env: NIGHTS (1), COUNT (300), SECONDS_PER_RUN (0.2), SEED (1), OLD_RULE (1), SIM (0),
+#   env: NIGHTS (1), COUNT (300), SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night), SEED (1), OLD_RULE (1), SIM (0),
 #        KEEP_WORK (set: keep the nights' repos and results.db for a look)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +29,7 @@ root=$PWD
 build=${1:-build}
 nights=${NIGHTS:-1}
 count=${COUNT:-300}
-per_run=${SECONDS_PER_RUN:-0.2}
+per_run=${SECONDS_PER_RUN:-0.5}
 seed0=${SEED:-1}
 cmake --build "$build" --target autoresearchd fake_trainer decision_sim -- -j2 >/dev/null
 daemon=$root/$build/daemon/autoresearchd
