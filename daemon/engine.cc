@@ -26,6 +26,8 @@
 #include "daemon/report.h"
 #include "daemon/program_file.h"
 #include "daemon/sandbox.h"
+#include "daemon/slurm_client.h"
+#include "daemon/slurm_executor.h"
 #include "daemon/summary.h"
 
 namespace ard {
@@ -161,6 +163,7 @@ int Engine::run() {
   state_.create();
   repo_ = std::make_unique<GitRepo>(config_.repo);
   repo_->exclude("/.autoresearchd/");
+  if (config_.executor == "slurm") open_slurm();  // a killed daemon's jobs are recorded before reconcile
   reconcile();
   open_slots();
   session_ = store_.begin_session(config_.tag, getpid());
@@ -311,6 +314,7 @@ void Engine::stop(const std::string& reason) {
   retry_timer_.cancel();
   for (auto& [id, c] : candidates_)
     if (c.child) c.child->stop();
+  if (slurm_) slurm_->stop_all();
   stop_deadline_.expires_after(seconds(kProposalGraceS));
   stop_deadline_.async_wait([this](const boost::system::error_code& e) {
     if (!e) {
@@ -325,6 +329,7 @@ void Engine::maybe_finish_stop() {
   if (!stopping_) return;
   for (const auto& [id, c] : candidates_)
     if (c.child) return;  // its exit handler comes back here
+  if (slurm_ && slurm_->active()) return;  // on_job_end comes back here
   if (data_running_ || proposals_running_ > 0) return;
   stop_deadline_.cancel();
   std::vector<int64_t> ids;
@@ -635,7 +640,8 @@ void Engine::start_trainings() {
     next->trial = store_.begin_trial(next->id, config_.tag, workers_[w].gpu,
                                      next->baseline ? "baseline" : next->reapplies ? "reapplied" : "candidate",
                                      next->commit);
-    start_stage(*next);
+    if (slurm_) start_job(*next);
+    else start_stage(*next);
     if (stopping_) return;
   }
 }

@@ -47,6 +47,10 @@
 
 namespace ard {
 
+class SlurmClient;
+class SlurmExecutor;
+struct JobEnd;
+
 /// Replaces {data_dir}, {budget} and {worktree} in a stage command.
 std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
                        const std::string& worktree);
@@ -150,6 +154,13 @@ class Engine {
   void decide(Candidate& c, double value);
   void reapply(Candidate& c, double value);
 
+  // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
+  /// Recovers the jobs a killed daemon left (before reconcile), then opens the executor.
+  void open_slurm();
+  void start_job(Candidate& c);
+  void on_job_id(int64_t id, const std::string& job, const std::string& node);
+  void on_job_end(int64_t id, const JobEnd& end);
+
   // Endings.
   void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
             const std::string& failure_detail = "");
@@ -222,6 +233,9 @@ class Engine {
   std::optional<std::string> fatal_;
   std::unique_ptr<StopFlag> data_stop_;
   bool data_running_ = false;
+
+  std::unique_ptr<SlurmClient> slurm_client_;
+  std::unique_ptr<SlurmExecutor> slurm_;  ///< null with executor = "local"
 };
 
 }  // namespace ard

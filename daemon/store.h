@@ -76,6 +76,9 @@ struct TrialRow {
   std::optional<double> training_seconds;
   std::optional<double> val_bpb;
   std::string status;  ///< ok, or the failure status
+  std::string slurm_job_id;  ///< the Slurm job it ran as ('' : a local trial)
+  std::string slurm_log;     ///< that job's output file
+  std::string node;          ///< the node the job ran on, once known
 };
 
 struct SessionRow {
@@ -191,6 +194,12 @@ class Store : public llm::CallSink {
                  std::optional<double> val_bpb, const std::string& summary_json);
   /// Oldest first.
   std::vector<TrialRow> trials(const std::string& tag);
+  /// The Slurm job a trial runs as, recorded as soon as sbatch returns.
+  void set_trial_job(int64_t trial_id, const std::string& job_id, const std::string& log);
+  void set_trial_node(int64_t trial_id, const std::string& node);
+  /// Trials still open (any tag) that run as Slurm jobs: what a restart
+  /// adopts or cancels. Oldest first.
+  std::vector<TrialRow> open_slurm_trials();
   /// Closes trials a killed daemon left open (ended_at = now, status interrupted).
   void close_open_trials();
   /// Moves the experiment to a final status, with a one-line error and a log tail.
