@@ -26,6 +26,7 @@
 #include "daemon/fatal_error.h"
 #include "daemon/git_repo.h"
 #include "daemon/gpus.h"
+#include "daemon/slurm_doctor.h"
 #include "daemon/slurm_executor.h"
 #include "daemon/hardening.h"
 #include "daemon/log.h"
@@ -330,7 +331,10 @@ int cmd_plot(const Options& o, const std::string& out, bool by_time) {
 int cmd_doctor(const Options& o) {
   Config config = resolve(o);
   PosixProcessRunner runner;
-  return print_checks(run_checks(config, runner), std::cout);
+  std::vector<Check> checks = run_checks(config, runner);
+  Probe probe(config, runner);
+  checks.push_back(check_slurm(config, probe));  // doctor's alone: it waits for a job
+  return print_checks(checks, std::cout);
 }
 
 int cmd_data_fetch(const Options& o, int shards) {
