@@ -5,7 +5,9 @@
                          (in the foreground, as children of a setsid'd group),
                          a slurm.conf for this host with free ports and CPUs as
                          the resource; returns once the node is idle and prints
-                         SLURM_CONF=DIR/slurm.conf
+                         SLURM_CONF=DIR/slurm.conf. Two partitions on the node:
+                         debug (the default) and urgent, whose jobs preempt
+                         debug's (PreemptMode=CANCEL: the job ends PREEMPTED)
   cluster.py stop DIR    cancels every job and waits for them to leave the
                          queue, then stops the daemons (a running job would
                          otherwise be left behind as an orphan)
@@ -75,8 +77,11 @@ SlurmdTimeout=30
 MinJobAge=300
 KillWait=2
 InactiveLimit=0
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=urgent Nodes={host} MaxTime=INFINITE State=UP PriorityTier=10
 """
     with open(f"{d}/slurm.conf.tmp", "w") as f:
         f.write(conf)
@@ -100,7 +105,8 @@ def spawn(d, name, argv, env):
 
 def node_state(env):
     r = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else ""
+    # One line per partition the node is in.
+    return " ".join(sorted(set(r.stdout.split()))) if r.returncode == 0 else ""
 
 
 def start(d):

@@ -224,6 +224,28 @@ TEST_F(SlurmE2E, SigkillWithJobsInFlightThenARestartAdoptsThemAndRecordsResults)
   EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
 }
 
+TEST_F(SlurmE2E, ARestartWithOnRestartCancelCancelsTheJobsItFinds) {
+  write_config(120, 1, "on_restart = \"cancel\"\n");
+  write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n")}));
+  pid_t first = spawn_daemon("first.log");
+  auto trials = wait_trials([](const auto& t) { return running_jobs(t) == 1; });
+  ASSERT_EQ(running_jobs(trials), 1u);
+  const TrialRow hang = trials.back();
+  end_daemon(first, SIGKILL);
+  EXPECT_THAT(cluster.jobs("running"), HasSubstr(hang.slurm_job_id + "|RUNNING"));  // the job outlived the daemon
+  pid_t second = spawn_daemon("second.log");
+  auto rows = wait_for([&](const auto& r) { return r.size() >= 2 && r[1].state == "interrupted"; });
+  EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
+  end_daemon(second, SIGTERM);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_THAT(rows[1].error, HasSubstr("the daemon stopped while the experiment was running (stage job)"));
+  std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  EXPECT_THAT(log, HasSubstr("reconcile: #2 Slurm job " + hang.slurm_job_id + " to be cancelled"));
+  EXPECT_THAT(log, HasSubstr("scancel " + hang.slurm_job_id));
+  for (const auto& t : Store(db_path().string()).trials("e2e"))
+    if (t.id == hang.id) EXPECT_EQ(t.status, "interrupted");
+}
+
 TEST_F(SlurmE2E, StopCancelsEveryJobAndLeavesNoneInTheQueue) {
   write_config(120, 2);
   write_script(nlohmann::json::array({edit("hang 1", "val_bpb 0.5\nHANG\n"), edit("hang 2", "val_bpb 0.6\nHANG\n")}));

@@ -21,7 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 
 class SlurmExecutorTest : public ::testing::Test {
- protected:
+ public:  // the helpers below set on_job_hook
   testing::SlurmCluster cluster;
   testing::TempDir dir;
   boost::asio::io_context io;
@@ -123,6 +123,49 @@ TEST_F(SlurmExecutorTest, ARequeuedJobIsFollowedThroughItsNewRun) {
   EXPECT_THAT(out, HasSubstr("(restart 0)"));  // the first run's output is kept (append mode)
   EXPECT_THAT(out, HasSubstr("(restart 1)"));
   EXPECT_THAT(testing::read_file(dir / "daemon.log"), HasSubstr("was requeued (restart 1)"));
+}
+
+/// Once the job runs, an exclusive job of the higher-tier partition "urgent"
+/// preempts it (PreemptMode=CANCEL: it ends PREEMPTED).
+void preempt_when_running(SlurmExecutorTest* t, bool* preempted) {
+  t->on_job_hook = [preempted](int64_t, const std::string&, const std::string& node) {
+    if (node.empty() || *preempted) return;
+    *preempted = true;
+    auto r = testing::shell("sbatch --parsable -p urgent --exclusive -o /dev/null --wrap 'sleep 2'");
+    EXPECT_EQ(r.code, 0) << r.out;
+  };
+}
+
+TEST_F(SlurmExecutorTest, APreemptedJobIsSubmittedAgainAndCompletes) {
+  config.extra_args = {"--exclusive"};
+  bool preempted = false;
+  preempt_when_running(this, &preempted);
+  executor->submit(run(1, {{"train", "sleep 4; echo finished"}}));
+  wait_ends(1, 120);
+  EXPECT_TRUE(preempted);
+  const JobEnd& end = ends.at(1);
+  EXPECT_EQ(end.kind, JobEnd::Kind::kCompleted) << end.error;
+  // Two jobs: the preempted one and its resubmission, each id handed back.
+  std::vector<std::string> job_ids;
+  for (const auto& x : ids[1])
+    if (x.rfind("node:", 0) != 0) job_ids.push_back(x);
+  ASSERT_EQ(job_ids.size(), 2u);
+  EXPECT_NE(job_ids[0], job_ids[1]);
+  EXPECT_EQ(end.job_id, job_ids[1]);
+  EXPECT_THAT(testing::read_file(dir / "daemon.log"),
+              HasSubstr("Slurm job " + job_ids[0] + " preempted; submitted again (1 of 2)"));
+  EXPECT_THAT(testing::read_file(dir / "1-job.log"), HasSubstr("finished"));
+}
+
+TEST_F(SlurmExecutorTest, PreemptedPastItsResubmitsIsTheMachinesFault) {
+  config.extra_args = {"--exclusive"};
+  config.max_resubmits = 0;
+  bool preempted = false;
+  preempt_when_running(this, &preempted);
+  executor->submit(run(1, {{"train", "sleep 30"}}));
+  wait_ends(1);
+  EXPECT_EQ(ends.at(1).kind, JobEnd::Kind::kEnvironment);
+  EXPECT_THAT(ends.at(1).error, HasSubstr("preempted"));
 }
 
 TEST_F(SlurmExecutorTest, StopCancelsEveryJobAndNoneIsLeft) {
