@@ -370,7 +370,10 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.string("on_restart", c.slurm.on_restart);
     r.number("poll_s", c.slurm.poll_s, 0, false);
     r.integer("max_resubmits", c.slurm.max_resubmits, 0);
+    r.string("build", c.slurm.build);
     r.reject_unknown();
+    if (c.slurm.build != "local" && c.slurm.build != "job")
+      throw ConfigError("slurm.build: expected \"local\" or \"job\", got \"" + c.slurm.build + "\"");
     if (c.slurm.on_restart != "adopt" && c.slurm.on_restart != "cancel")
       throw ConfigError("slurm.on_restart: expected \"adopt\" or \"cancel\", got \"" + c.slurm.on_restart + "\"");
   }

@@ -83,6 +83,7 @@ struct SlurmConfig {
   int max_jobs = 1;                     ///< jobs in flight at once: the workers
   std::vector<std::string> extra_args;  ///< more sbatch arguments, as given
   std::string on_restart = "adopt";     ///< jobs a killed daemon left: "adopt" (follow them) or "cancel"
+  std::string build = "local";          ///< "local": built on the daemon's machine; "job": as the job's first stage
   double poll_s = 5;                    ///< how often the jobs' states are read
   int max_resubmits = 2;                ///< a preempted or node-failed job is submitted again this often
 };

@@ -199,6 +199,9 @@ TEST(Config, ExecutorAndSlurmTable) {
   EXPECT_EQ(d.slurm.gres, "gpu:1");
   EXPECT_EQ(d.slurm.max_jobs, 1);
   EXPECT_EQ(d.slurm.on_restart, "adopt");
+  EXPECT_EQ(d.slurm.build, "local");
+  EXPECT_EQ(parse_config("[slurm]\nbuild = 'job'\n", "/r").slurm.build, "job");
+  EXPECT_EQ(error_of("[slurm]\nbuild = 'remote'\n"), "slurm.build: expected \"local\" or \"job\", got \"remote\"");
   Config c = parse_config(
       "executor = 'slurm'\n[slurm]\npartition = 'gpu'\naccount = 'lab'\ngres = ''\nmax_jobs = 8\n"
       "extra_args = ['--qos=low']\non_restart = 'cancel'\npoll_s = 0.5\nmax_resubmits = 0\n",

@@ -580,6 +580,7 @@ void Engine::start_build(Candidate& c, int slot) {
   } catch (const GitError& e) {
     return fatal(std::string("cannot check out a candidate: ") + e.what());
   }
+  if (slurm_ && config_.slurm.build == "job") return built_in_job(c);
   double now = now_seconds();
   store_.set_stage(c.id, "building", "build", now, now + config_.build_timeout_s, now + config_.build_timeout_s);
   c.phase = Phase::kBuilding;
@@ -606,18 +607,19 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   auto log = log_path(*c, "build");
   std::string tail = file_tail(log);
   if (r.end == ProcessResult::End::kStopped) return fail(*c, status::kInterrupted, "stopped during the build", tail);
-  if (!r.ok()) {
-    std::string errors = compiler_errors(file_tail(log, 400, 65536));
-    std::string error = r.end == ProcessResult::End::kTimedOut ? "build " + r.describe()
-                                                               : "build failed (" + r.describe() + "): " + first_nonblank_line(errors);
-    if (!c->baseline && c->fix_round < config_.max_fix_attempts)
-      fixes_.push_back(Fix{id, c->fix_round + 1, repo_->editable_files(c->commit, editable_)});
-    return fail(*c, status::kBuildFail, error, tail, errors);
-  }
+  if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
   if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
   c->phase = Phase::kBuilt;
   store_.set_state(id, "built");
   schedule_pump();
+}
+
+void Engine::build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out) {
+  std::string errors = compiler_errors(file_tail(log, 400, 65536));
+  std::string error = timed_out ? "build " + how : "build failed (" + how + "): " + first_nonblank_line(errors);
+  if (!c.baseline && c.fix_round < config_.max_fix_attempts)
+    fixes_.push_back(Fix{c.id, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
+  return fail(c, status::kBuildFail, error, file_tail(log), errors);
 }
 
 // ---------------------------------------------------------------- training

@@ -147,6 +147,8 @@ class Engine {
   void start_builds();
   void start_build(Candidate& c, int slot);
   void on_build_exit(int64_t id, const ProcessResult& r);
+  /// A failed build (how: "exit code 1", ...): build_fail, and a fix owed when rounds are left.
+  void build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out);
   void start_trainings();
   void start_stage(Candidate& c);
   void on_stage_exit(int64_t id, const ProcessResult& r);
@@ -158,6 +160,8 @@ class Engine {
   /// Recovers the jobs a killed daemon left (before reconcile), then opens the executor.
   void open_slurm();
   void start_job(Candidate& c);
+  /// slurm.build = "job": the candidate is checked out and goes to training; its job builds it first.
+  void built_in_job(Candidate& c);
   void on_job_id(int64_t id, const std::string& job, const std::string& node);
   void on_job_end(int64_t id, const JobEnd& end);
 

@@ -29,6 +29,10 @@ void Engine::start_job(Candidate& c) {
   run.name = "ard-" + config_.tag + "-" + std::to_string(c.id) + "-t" + std::to_string(c.trial);
   run.worktree = slots_[c.slot].path;
   double expected = 0;
+  if (config_.slurm.build == "job") {  // built on the node, first
+    run.stages.push_back({"build", config_.build_command});
+    run.timeout_s += config_.build_timeout_s;
+  }
   for (const auto& s : config_.stages) {
     run.stages.push_back({s.name, substitute(s.command, data_dir_, config_.budget_s, run.worktree.string())});
     run.timeout_s += s.timeout_s;
@@ -43,6 +47,12 @@ void Engine::start_job(Candidate& c) {
   std::error_code ec;
   std::filesystem::remove(run.log, ec);
   slurm_->submit(run);
+}
+
+void Engine::built_in_job(Candidate& c) {
+  c.phase = Phase::kBuilt;
+  store_.set_state(c.id, "built");
+  schedule_pump();
 }
 
 void Engine::on_job_id(int64_t id, const std::string& job, const std::string& node) {
@@ -64,8 +74,12 @@ void Engine::on_job_end(int64_t id, const JobEnd& end) {
     case JobEnd::Kind::kStopped:
       return fail(*c, status::kInterrupted, end.error, tail);
     case JobEnd::Kind::kTimedOut:
+      if (config_.slurm.build == "job" && last_job_stage(file_tail(log, 400, 65536)) == "build")
+        return build_failed(*c, log, "timed out: " + end.error, true);
       return fail(*c, status::kTimeout, end.error, tail);
     case JobEnd::Kind::kFailed: {
+      if (config_.slurm.build == "job" && last_job_stage(file_tail(log, 400, 65536)) == "build")
+        return build_failed(*c, log, "exit code " + std::to_string(end.exit_code), false);
       std::string fl = fail_line(file_tail(log, 400, 65536));
       return fail(*c, status::kCrash, end.error + (fl.empty() ? "" : ": " + fl), tail);
     }

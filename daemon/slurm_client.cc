@@ -39,6 +39,15 @@ std::string job_script(const JobScriptSpec& spec) {
   return s.str();
 }
 
+std::string last_job_stage(const std::string& output) {
+  static const std::string kMark = "autoresearchd: stage ";
+  std::istringstream in(output);
+  std::string last;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(kMark, 0) == 0) last = line.substr(kMark.size(), line.find(' ', kMark.size()) - kMark.size());
+  return last;
+}
+
 std::vector<std::string> sbatch_argv(const SubmitSpec& spec, const SlurmConfig& slurm) {
   std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=" + spec.name,
                                    "--output=" + spec.output.string(), "--open-mode=append",

@@ -40,6 +40,10 @@ struct JobScriptSpec {
 /// fails ("autoresearchd: stage <name> exit <code>"); writes the exit file.
 std::string job_script(const JobScriptSpec& spec);
 
+/// The stage a job's output says ran last ("autoresearchd: stage <name>"),
+/// "" when none started.
+std::string last_job_stage(const std::string& output);
+
 /// One submission.
 struct SubmitSpec {
   std::string name;                  ///< --job-name, unique per trial

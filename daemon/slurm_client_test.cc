@@ -87,6 +87,8 @@ TEST_F(JobScript, RunsTheStagesInOrderInTheWorktreeAndWritesTheExitFile) {
 TEST_F(JobScript, StopsAtTheFirstFailingStage) {
   int code = -1;
   std::string out = run({{"check", "exit 3"}, {"train", "echo never"}}, code);
+  EXPECT_EQ(last_job_stage(out), "check");
+  EXPECT_EQ(last_job_stage("autoresearchd: job 1 on n (restart 0)\n"), "");
   EXPECT_EQ(code, 3);
   EXPECT_THAT(out, HasSubstr("autoresearchd: stage check exit 3"));
   EXPECT_THAT(out, Not(HasSubstr("never")));

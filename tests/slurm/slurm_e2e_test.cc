@@ -246,6 +246,26 @@ TEST_F(SlurmE2E, ARestartWithOnRestartCancelCancelsTheJobsItFinds) {
     if (t.id == hang.id) EXPECT_EQ(t.status, "interrupted");
 }
 
+TEST_F(SlurmE2E, WithBuildJobTheJobBuildsFirstAndABrokenBuildIsABuildFailure) {
+  write_config(30, 1, "build = \"job\"\n");
+  write_script(nlohmann::json::array({edit("break the build", "val_bpb 0.9\nBUILD_ERROR 'x' was not declared\n"),
+                                      edit("improve", "val_bpb 0.9\n")}));
+  pid_t pid = spawn_daemon("daemon.log");
+  auto rows = wait_for([](const auto& r) { return testing::finished(r) >= 3; });
+  end_daemon(pid, SIGTERM);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[0].state, "kept");
+  EXPECT_EQ(rows[1].state, "build_fail");
+  EXPECT_THAT(rows[1].error, HasSubstr("build failed (exit code 1)"));
+  EXPECT_THAT(rows[1].error, HasSubstr("'x' was not declared"));
+  EXPECT_EQ(rows[2].state, "kept");
+  // The build ran in the job, on the node; none ran on the daemon's machine.
+  const auto logs = repo / ".autoresearchd/logs";
+  EXPECT_THAT(read_file(logs / "3-job.log"), HasSubstr("autoresearchd: stage build\n"));
+  EXPECT_THAT(read_file(logs / "2-job.log"), HasSubstr("autoresearchd: stage build exit 1"));
+  EXPECT_FALSE(std::filesystem::exists(logs / "3-build.log"));
+}
+
 TEST_F(SlurmE2E, StopCancelsEveryJobAndLeavesNoneInTheQueue) {
   write_config(120, 2);
   write_script(nlohmann::json::array({edit("hang 1", "val_bpb 0.5\nHANG\n"), edit("hang 2", "val_bpb 0.6\nHANG\n")}));
