@@ -73,6 +73,7 @@ void SlurmExecutor::adopt(const SlurmRun& run, const std::string& job_id) {
   Job job;
   job.run = run;
   job.id = job_id;
+  job.restarts = -1;  // its requeues so far are not news
   jobs_[run.key] = job;
   schedule_poll();
 }
@@ -98,15 +99,18 @@ void SlurmExecutor::sbatch(int64_t key) {
 void SlurmExecutor::stop(int64_t key) {
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
-  it->second.stop_requested = true;
-  if (!it->second.id.empty()) cancel(it->second);
+  request_stop(it->second);
 }
 
 void SlurmExecutor::stop_all() {
-  for (auto& [key, job] : jobs_) {
-    job.stop_requested = true;
-    if (!job.id.empty()) cancel(job);
-  }
+  for (auto& [key, job] : jobs_) request_stop(job);
+}
+
+void SlurmExecutor::request_stop(Job& job) {
+  if (job.stop_requested) return;
+  job.stop_requested = true;
+  job.stop_at = now_seconds();
+  if (!job.id.empty()) cancel(job);
 }
 
 void SlurmExecutor::cancel(Job& job) {
@@ -132,6 +136,7 @@ void SlurmExecutor::schedule_poll() {
 }
 
 void SlurmExecutor::poll() {
+  give_up_unconfirmed_stops();
   std::vector<std::string> ids;
   for (const auto& [key, job] : jobs_)
     if (!job.id.empty()) ids.push_back(job.id);
@@ -165,6 +170,7 @@ void SlurmExecutor::on_query(const JobQuery& q, const CommandReply& reply) {
 
 void SlurmExecutor::follow(Job& job, const SlurmJobInfo& info) {
   const std::string who = "#" + std::to_string(job.run.key) + " Slurm job " + job.id;
+  if (job.restarts < 0) job.restarts = info.restarts;
   if (info.restarts > job.restarts) {
     job.restarts = info.restarts;
     job.running_since = 0;
@@ -239,6 +245,20 @@ void SlurmExecutor::ended(Job& job, const std::optional<SlurmJobInfo>& info) {
                                                                           " resubmission(s)" : "");
   }
   finish(key, end);
+}
+
+void SlurmExecutor::give_up_unconfirmed_stops() {
+  std::vector<int64_t> late;
+  for (const auto& [key, job] : jobs_)
+    if (job.stop_requested && now_seconds() - job.stop_at > stop_confirm_s_) late.push_back(key);
+  for (int64_t key : late) {
+    const Job& job = jobs_.at(key);
+    const std::string id = job.id.empty() ? "(sbatch had not answered)" : job.id;
+    log_("warning: #" + std::to_string(key) + " Slurm job " + id + " not confirmed ended " +
+         std::to_string(static_cast<int>(stop_confirm_s_)) + " s after scancel; given up (check squeue)");
+    finish(key, {JobEnd::Kind::kStopped, job.id, 0, job.node,
+                 "stopped: Slurm job " + id + " cancelled, its end not confirmed"});
+  }
 }
 
 void SlurmExecutor::finish(int64_t key, JobEnd end) {

@@ -5,7 +5,8 @@
 // and cancels it (scancel); stop() cancels too. A requeued job is followed
 // through its new run; a job that ends preempted or on a failed node is
 // submitted again (`slurm.max_resubmits`), then reported as the machine's
-// fault. The exit code is read from the exit file the job script writes, so
+// fault. A stop waits for Slurm to confirm each cancelled job ended, for a
+// minute at most. The exit code is read from the exit file the job script writes, so
 // a job Slurm has already forgotten still has one.
 #pragma once
 
@@ -76,6 +77,8 @@ class SlurmExecutor {
   /// on_end comes with kStopped once Slurm says it ended.
   void stop(int64_t key);
   void stop_all();
+  /// How long a cancelled job may take to be confirmed ended (default 60 s).
+  void set_stop_confirm_s(double s) { stop_confirm_s_ = s; }
   /// Runs submitted or followed, not yet ended.
   size_t active() const { return jobs_.size(); }
 
@@ -84,10 +87,11 @@ class SlurmExecutor {
     SlurmRun run;
     std::string id;            ///< "" while sbatch runs
     bool stop_requested = false;
+    double stop_at = 0;        ///< when the stop was asked for
     bool timed_out = false;    ///< the daemon's timeout cancelled it
     bool cancel_sent = false;
     double running_since = 0;  ///< 0: not seen running (in this run of it)
-    int restarts = 0;
+    int restarts = 0;          ///< -1: an adopted job's, not read yet
     int resubmits = 0;
     std::string node;
   };
@@ -98,6 +102,11 @@ class SlurmExecutor {
   void follow(Job& job, const SlurmJobInfo& info);
   void ended(Job& job, const std::optional<SlurmJobInfo>& info);
   void cancel(Job& job);
+  void request_stop(Job& job);
+  /// Jobs cancelled more than a minute ago that Slurm still lists, or whose
+  /// state cannot be read (the controller is down): reported stopped, with a
+  /// warning naming the job, so a stop never waits forever.
+  void give_up_unconfirmed_stops();
   void finish(int64_t key, JobEnd end);
 
   boost::asio::io_context& io_;
@@ -111,6 +120,7 @@ class SlurmExecutor {
   bool poll_scheduled_ = false;
   bool polling_ = false;
   std::string last_query_error_;
+  double stop_confirm_s_ = 60;
 };
 
 }  // namespace ard

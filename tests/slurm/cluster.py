@@ -77,6 +77,7 @@ SlurmdTimeout=30
 MinJobAge=300
 KillWait=2
 InactiveLimit=0
+MessageTimeout=3
 PreemptType=preempt/partition_prio
 PreemptMode=CANCEL
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
@@ -161,14 +162,18 @@ def alive(pid):
 def stop(d):
     d = os.path.abspath(d)
     env = env_for(d)
-    if os.path.exists(f"{d}/slurmctld.daemon"):
-        subprocess.run(["scancel", "--full", "--quiet", "-u", "root"], env=env, capture_output=True, timeout=30)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            r = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30)
-            if r.returncode != 0 or not r.stdout.strip():
-                break
-            time.sleep(0.2)
+    ctld = f"{d}/slurmctld.daemon"
+    if os.path.exists(ctld) and alive(int(open(ctld).read())):
+        try:
+            subprocess.run(["scancel", "--full", "--quiet", "-u", "root"], env=env, capture_output=True, timeout=30)
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                r = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30)
+                if r.returncode != 0 or not r.stdout.strip():
+                    break
+                time.sleep(0.2)
+        except subprocess.TimeoutExpired:
+            pass  # the controller does not answer (a test killed it): stop the daemons anyway
     for name in DAEMONS:
         path = f"{d}/{name}.daemon"
         if not os.path.exists(path):
@@ -193,6 +198,32 @@ def stop(d):
             except ProcessLookupError:
                 pass
         os.remove(path)
+    for pid in leftover_job_processes(d):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def leftover_job_processes(d):
+    """This cluster's slurmstepd and job processes: their environment holds
+    this cluster's SLURM_CONF, and a job's holds SLURM_JOB_ID too. They are
+    left when the controller could not cancel the jobs (a test killed it)."""
+    conf = f"SLURM_CONF={d}/slurm.conf".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if conf in env and (comm == "slurmstepd" or any(e.startswith(b"SLURM_JOB_ID=") for e in env)):
+            found.append(int(entry))
+    return found
 
 
 if __name__ == "__main__":

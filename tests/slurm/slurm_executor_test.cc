@@ -181,6 +181,21 @@ TEST_F(SlurmExecutorTest, StopCancelsEveryJobAndNoneIsLeft) {
   EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
 }
 
+TEST_F(SlurmExecutorTest, AStopThatSlurmCannotConfirmIsGivenUpWithAWarning) {
+  executor->set_stop_confirm_s(2);
+  executor->submit(run(1, {{"train", "sleep 15"}}));  // ends by itself, whatever happens to the controller
+  while (ids[1].size() < 2) io.run_one();            // its id, then its node: running
+  auto pid = testing::read_file(cluster.dir() / "slurmctld.daemon");
+  ASSERT_EQ(testing::shell("kill -9 " + pid).code, 0);
+  executor->stop_all();
+  wait_ends(1, 60);
+  EXPECT_EQ(ends.at(1).kind, JobEnd::Kind::kStopped);
+  EXPECT_THAT(ends.at(1).error, HasSubstr("its end not confirmed"));
+  std::string log = testing::read_file(dir / "daemon.log");
+  EXPECT_THAT(log, HasSubstr("not confirmed ended 2 s after scancel; given up (check squeue)"));
+  EXPECT_THAT(log, HasSubstr("scancel failed"));
+}
+
 TEST_F(SlurmExecutorTest, ARefusedSubmissionNamesSbatchsError) {
   config.partition = "nosuchpartition";
   executor->submit(run(1, {{"train", "true"}}));
