@@ -273,6 +273,14 @@ TEST_F(SlurmE2E, StopCancelsEveryJobAndLeavesNoneInTheQueue) {
   auto trials = wait_trials([](const auto& t) { return running_jobs(t) == 2; });
   ASSERT_EQ(running_jobs(trials), 2u);
   ASSERT_NE(cluster.jobs("running"), "");
+  std::string host = shell("hostname").out;
+  host = host.substr(0, host.find('\n'));
+  std::string status = daemon("status");
+  std::cout << "status with two jobs running:\n" << status;
+  for (const auto& t : trials)
+    if (t.purpose != "baseline")
+      EXPECT_THAT(status, HasSubstr("#" + std::to_string(t.experiment_id) + " running stage job (Slurm job " +
+                                    t.slurm_job_id + " on " + host + ")"));
   auto out = shell("cd " + sh_quote(repo.string()) + " && " + kDaemon + " stop");
   ASSERT_EQ(out.code, 0) << out.out;
   EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
@@ -283,6 +291,9 @@ TEST_F(SlurmE2E, StopCancelsEveryJobAndLeavesNoneInTheQueue) {
     EXPECT_THAT(r.error, HasSubstr("cancelled")) << r.description;
   }
   EXPECT_TRUE(store.unfinished().empty());
+  const TrialRow& last = trials.back();
+  EXPECT_THAT(daemon("show " + std::to_string(last.experiment_id)),
+              HasSubstr("slurm job:    " + last.slurm_job_id + " on " + host + " (interrupted), output " + last.slurm_log));
 }
 
 }  // namespace
