@@ -28,6 +28,7 @@
 #include "daemon/sandbox.h"
 #include "daemon/slurm_client.h"
 #include "daemon/slurm_executor.h"
+#include "daemon/slurm_recovery.h"
 #include "daemon/summary.h"
 
 namespace ard {
@@ -163,7 +164,10 @@ int Engine::run() {
   state_.create();
   repo_ = std::make_unique<GitRepo>(config_.repo);
   repo_->exclude("/.autoresearchd/");
-  if (config_.executor == "slurm") open_slurm();  // a killed daemon's jobs are recorded before reconcile
+  // A killed daemon's Slurm jobs are adopted or cancelled, and their results recorded, before reconcile
+  // (whatever the executor is now).
+  recover_slurm_jobs(config_, store_, slurm_env(env_), state_.root / "slurm", log_);
+  if (config_.executor == "slurm") open_slurm();
   reconcile();
   open_slots();
   session_ = store_.begin_session(config_.tag, getpid());

@@ -157,7 +157,6 @@ class Engine {
   void reapply(Candidate& c, double value);
 
   // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
-  /// Recovers the jobs a killed daemon left (before reconcile), then opens the executor.
   void open_slurm();
   void start_job(Candidate& c);
   /// slurm.build = "job": the candidate is checked out and goes to training; its job builds it first.

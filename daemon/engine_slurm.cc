@@ -7,15 +7,12 @@
 
 #include "daemon/engine.h"
 #include "daemon/slurm_executor.h"
-#include "daemon/slurm_recovery.h"
 #include "daemon/summary.h"
 
 namespace ard {
 
 void Engine::open_slurm() {
-  auto scratch = state_.root / "slurm";
-  recover_slurm_jobs(config_, store_, slurm_env(env_), scratch, log_);
-  slurm_client_ = std::make_unique<SlurmClient>(io_, slurm_env(env_), scratch);
+  slurm_client_ = std::make_unique<SlurmClient>(io_, slurm_env(env_), state_.root / "slurm");
   slurm_ = std::make_unique<SlurmExecutor>(
       io_, config_.slurm, *slurm_client_, log_,
       [this](int64_t id, const std::string& job, const std::string& node) { on_job_id(id, job, node); },

@@ -4,16 +4,11 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "proposers/text_lines.h"
+
 namespace ard {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return s.substr(a, b - a + 1);
-}
 
 bool to_int(const std::string& s, int& out) {
   if (s.empty()) return false;

@@ -96,7 +96,9 @@ void recover_slurm_jobs(const Config& config, Store& store, const std::vector<st
         return;
     }
   };
-  SlurmExecutor executor(io, config.slurm, client, log, on_job, on_end);
+  SlurmConfig slurm = config.slurm;
+  slurm.max_resubmits = 0;  // an adopted job that is lost is interrupted: the restart does not rebuild its script
+  SlurmExecutor executor(io, slurm, client, log, on_job, on_end);
   for (const auto& t : open) {
     SlurmRun run;
     run.key = t.experiment_id;

@@ -1,5 +1,5 @@
-// A restart with executor = "slurm": the jobs of trials a killed daemon left
-// open, found by their recorded ids. With `slurm.on_restart = "adopt"` they
+// A restart after a daemon that ran Slurm jobs was killed: the jobs of trials
+// it left open, found by their recorded ids (whatever the executor is now). With `slurm.on_restart = "adopt"` they
 // are followed to their end; with "cancel" they are cancelled (scancel) and
 // followed until Slurm lets them go. A job that ended with every stage passed
 // (while the daemon was down, or since) has its summary recorded: the

@@ -42,9 +42,7 @@ std::string with(std::string text, const std::string& from, const std::string& t
   return text.replace(text.find(from), from.size(), to);
 }
 
-nlohmann::json edit(const std::string& description, const std::string& train_cu) {
-  return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
-}
+using testing::edit;
 
 std::string whole_file_answer(const std::string& description, const std::string& train_cu) {
   return "DESCRIPTION: " + description + "\n\n=== FILE: trainer/train.cu ===\n" + train_cu + "=== END FILE ===\n";

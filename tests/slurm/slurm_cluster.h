@@ -6,6 +6,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include <filesystem>
 #include <memory>
@@ -20,6 +22,10 @@ class SlurmCluster {
   /// Starts the cluster; a failure (the exact error of the daemon that did
   /// not start) is a fatal test failure, never a skip.
   SlurmCluster() {
+    // The daemons outlive cluster.py, which starts them: they become this
+    // process's children, so that they are reaped here and not left as
+    // zombies where no init reaps (a container).
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     ShellResult r = shell("python3 " + sh_quote(ARD_SLURM_CLUSTER) + " start " + sh_quote(dir_.path().string()));
     started_ = r.code == 0;
     if (!started_) {
@@ -30,6 +36,8 @@ class SlurmCluster {
   }
   ~SlurmCluster() {
     shell("python3 " + sh_quote(ARD_SLURM_CLUSTER) + " stop " + sh_quote(dir_.path().string()));
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
   }
   bool started() const { return started_; }
   const std::string& error() const { return error_; }

@@ -31,9 +31,7 @@ using ::testing::Not;
 const std::string kDaemon = AUTORESEARCHD;
 const std::string kFake = FAKE_TRAINER;
 
-nlohmann::json edit(const std::string& description, const std::string& train_cu) {
-  return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
-}
+using testing::edit;
 
 class SlurmE2E : public ::testing::Test {
  protected:
@@ -105,20 +103,8 @@ gpu = "off"
                                       double timeout_s = 90) {
     return testing::wait_for_rows(repo, "e2e", pred, timeout_s);
   }
-  /// Waits until pred holds for the tag's trials.
-  std::vector<TrialRow> wait_trials(const std::function<bool(const std::vector<TrialRow>&)>& pred,
-                                    double timeout_s = 90) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<TrialRow> trials;
-    while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(timeout_s)) {
-      if (std::filesystem::exists(db_path())) {
-        trials = Store(db_path().string()).trials("e2e");
-        if (pred(trials)) return trials;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "timed out waiting for trials; daemon log:\n" << read_file(repo / ".autoresearchd/daemon.log");
-    return trials;
+  std::vector<TrialRow> wait_trials(const std::function<bool(const std::vector<TrialRow>&)>& pred) {
+    return testing::wait_for_trials(repo, "e2e", pred, 90);
   }
   /// Candidates' jobs running now (seen on a node, not ended).
   static size_t running_jobs(const std::vector<TrialRow>& trials) {
