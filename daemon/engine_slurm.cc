@@ -78,6 +78,9 @@ void Engine::on_job_end(int64_t id, const JobEnd& end) {
       if (config_.slurm.build == "job" && last_job_stage(file_tail(log, 400, 65536)) == "build")
         return build_failed(*c, log, "exit code " + std::to_string(end.exit_code), false);
       std::string fl = fail_line(file_tail(log, 400, 65536));
+      // The harness's integrity probes failed: the experiment fooled the metric, it did not crash.
+      if (auto probe = tampered_reason(fl))
+        return fail(*c, status::kTampered, end.error + ": integrity probe failed: " + *probe, tail);
       return fail(*c, status::kCrash, end.error + (fl.empty() ? "" : ": " + fl), tail);
     }
     case JobEnd::Kind::kCancelled:
