@@ -26,13 +26,20 @@ std::string job_script(const JobScriptSpec& spec) {
     << "node=\"${SLURMD_NODENAME:-$(hostname)}\"\n"
     << "echo \"autoresearchd: job ${SLURM_JOB_ID:-?} on $node (restart ${SLURM_RESTART_COUNT:-0})\"\n"
     << "finish() { echo \"$1 $node\" > " << exit_tmp << " && mv " << exit_tmp << " " << exit_file << "; exit \"$1\"; }\n"
+    // Each stage runs in a session of its own; a TERM (scancel, a time limit,
+    // preemption) kills that whole group before the script exits, so nothing
+    // of a stage that ignores TERM outlives the job, whatever Slurm's proctrack.
+    << "stage_pid=\n"
+    << "trap 'if [ -n \"$stage_pid\" ]; then kill -9 \"-$stage_pid\" 2>/dev/null; fi; "
+       "echo \"autoresearchd: job signalled\"; exit 143' TERM INT\n"
     << "rm -f " << exit_file << "\n"
     << "cd " << shell_quote(spec.worktree.string())
     << " || { echo 'autoresearchd: the worktree is not on this node (a shared filesystem is needed)'; finish 70; }\n";
   for (const auto& st : spec.stages) {
     s << "echo " << shell_quote("autoresearchd: stage " + st.name) << "\n"
-      << "/bin/sh -c " << shell_quote(st.command) << "\n"
-      << "rc=$?; if [ $rc -ne 0 ]; then echo \"autoresearchd: stage " << st.name
+      << "setsid /bin/sh -c " << shell_quote(st.command) << " &\n"
+      << "stage_pid=$!; wait \"$stage_pid\"; rc=$?; stage_pid=\n"
+      << "if [ $rc -ne 0 ]; then echo \"autoresearchd: stage " << st.name
       << " exit $rc\"; finish $rc; fi\n";
   }
   s << "finish 0\n";

@@ -38,6 +38,9 @@ struct JobScriptSpec {
 /// (restart <n>)" first, then each stage as "autoresearchd: stage <name>",
 /// runs the stages in order in the worktree and stops at the first that
 /// fails ("autoresearchd: stage <name> exit <code>"); writes the exit file.
+/// Each stage runs in a session of its own (setsid); a TERM or INT to the
+/// script kills that stage's whole group at once, so a stage that ignores
+/// TERM does not outlive a cancelled job.
 std::string job_script(const JobScriptSpec& spec);
 
 /// The stage a job's output says ran last ("autoresearchd: stage <name>"),

@@ -95,6 +95,22 @@ TEST_F(JobScript, StopsAtTheFirstFailingStage) {
   EXPECT_EQ(testing::read_file(dir / "1-job.exit"), "3 node7\n");
 }
 
+TEST_F(JobScript, ATermKillsAStageThatIgnoresIt) {
+  std::filesystem::create_directories(dir / "wt");
+  JobScriptSpec spec{"experiment 1", dir / "wt", {{"train", "trap '' TERM; echo $$ > pid; while :; do sleep 1; done"}},
+                     dir / "1-job.exit"};
+  testing::write_file(dir / "job.sh", job_script(spec));
+  auto r = testing::shell("/bin/sh " + testing::sh_quote((dir / "job.sh").string()) + " > " +
+                          testing::sh_quote((dir / "out").string()) + " 2>&1 & job=$!; " +
+                          "while [ ! -s " + testing::sh_quote((dir / "wt/pid").string()) + " ]; do sleep 0.1; done; " +
+                          "kill -TERM $job; wait $job; echo rc=$?; sleep 0.5; " +
+                          "s=$(ps -o stat= -p $(cat " + testing::sh_quote((dir / "wt/pid").string()) + ")); " +
+                          "case \"$s\" in ''|Z*) echo gone;; *) echo alive;; esac");  // a zombie is gone
+  EXPECT_THAT(r.out, HasSubstr("rc=143"));
+  EXPECT_THAT(r.out, HasSubstr("gone"));
+  EXPECT_THAT(testing::read_file(dir / "out"), HasSubstr("autoresearchd: job signalled"));
+}
+
 TEST_F(JobScript, AMissingWorktreeSaysTheFilesystemIsNotShared) {
   JobScriptSpec spec{"experiment 1", dir / "absent", {{"check", "true"}}, dir / "x.exit"};
   testing::write_file(dir / "job.sh", job_script(spec));

@@ -8,6 +8,7 @@
                          SLURM_CONF=DIR/slurm.conf. Two partitions on the node:
                          debug (the default) and urgent, whose jobs preempt
                          debug's (PreemptMode=CANCEL: the job ends PREEMPTED)
+  cluster.py leftovers DIR   the pids of this cluster's job processes still alive
   cluster.py stop DIR    cancels every job and waits for them to leave the
                          queue, then stops the daemons (a running job would
                          otherwise be left behind as an orphan)
@@ -227,6 +228,12 @@ def leftover_job_processes(d):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("start", "stop"):
-        sys.exit("usage: cluster.py start|stop DIR")
-    (start if sys.argv[1] == "start" else stop)(sys.argv[2])
+    if len(sys.argv) != 3 or sys.argv[1] not in ("start", "stop", "leftovers"):
+        sys.exit("usage: cluster.py start|stop|leftovers DIR")
+    if sys.argv[1] == "leftovers":
+        # Processes of this cluster's jobs still alive (not zombies), one pid a line.
+        for pid in leftover_job_processes(os.path.abspath(sys.argv[2])):
+            if alive(pid):
+                print(pid)
+    else:
+        (start if sys.argv[1] == "start" else stop)(sys.argv[2])

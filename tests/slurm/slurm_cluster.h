@@ -42,6 +42,11 @@ class SlurmCluster {
   bool started() const { return started_; }
   const std::string& error() const { return error_; }
   const std::filesystem::path& dir() const { return dir_.path(); }
+  /// The pids of this cluster's job processes still alive, one a line: what
+  /// a cancelled job must not leave behind.
+  std::string leftovers() const {
+    return shell("python3 " + sh_quote(ARD_SLURM_CLUSTER) + " leftovers " + sh_quote(dir_.path().string())).out;
+  }
   /// The jobs Slurm lists (any state it still remembers), "id|state" lines.
   std::string jobs(const std::string& states = "all") const {
     return shell("squeue -h -t " + states + " -o '%i|%T'").out;

@@ -147,6 +147,7 @@ TEST_F(SlurmE2E, JobsCompleteAndOneThatOverrunsIsCancelled) {
   }
   EXPECT_THAT(read_file(repo / ".autoresearchd/logs/2-job.log"), HasSubstr("autoresearchd: stage train"));
   EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
+  EXPECT_EQ(cluster.leftovers(), "");  // the hang ignores TERM: nothing of it outlived its job
 }
 
 TEST_F(SlurmE2E, ARequeuedJobStillRecordsItsResult) {
@@ -270,6 +271,7 @@ TEST_F(SlurmE2E, StopCancelsEveryJobAndLeavesNoneInTheQueue) {
   auto out = shell("cd " + sh_quote(repo.string()) + " && " + kDaemon + " stop");
   ASSERT_EQ(out.code, 0) << out.out;
   EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
+  EXPECT_EQ(cluster.leftovers(), "");
   Store store(db_path().string());
   for (const auto& r : store.experiments("e2e")) {
     if (r.is_baseline) continue;
