@@ -26,6 +26,8 @@
 #include "daemon/fatal_error.h"
 #include "daemon/git_repo.h"
 #include "daemon/gpus.h"
+#include "daemon/slurm_doctor.h"
+#include "daemon/slurm_executor.h"
 #include "daemon/hardening.h"
 #include "daemon/log.h"
 #include "daemon/log_retention.h"
@@ -129,9 +131,12 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   std::unique_ptr<Proposer> proposer =
       make_proposer(config, calls, [&io, &log](const std::string& line) { boost::asio::post(io, [&log, line] { log(line); }); });
   const char* visible = getenv("CUDA_VISIBLE_DEVICES");
+  // With Slurm the workers are job slots ("slurm:1", ...): the scheduler picks the GPUs.
   std::vector<std::string> gpus =
-      resolve_gpus(config.gpus, visible ? std::optional<std::string>(visible) : std::nullopt,
-                   config.gpus.empty() && !visible ? nvidia_smi_list() : std::nullopt);
+      config.executor == "slurm"
+          ? slurm_workers(config.slurm.max_jobs)
+          : resolve_gpus(config.gpus, visible ? std::optional<std::string>(visible) : std::nullopt,
+                         config.gpus.empty() && !visible ? nvidia_smi_list() : std::nullopt);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   Engine engine(io, config, state, store, *proposer, log, gpus);  // takes SIGTERM and SIGINT from here on
@@ -328,7 +333,10 @@ int cmd_plot(const Options& o, const std::string& out, bool by_time) {
 int cmd_doctor(const Options& o) {
   Config config = resolve(o);
   PosixProcessRunner runner;
-  return print_checks(run_checks(config, runner), std::cout);
+  std::vector<Check> checks = run_checks(config, runner);
+  Probe probe(config, runner);
+  checks.push_back(check_slurm(config, probe));  // doctor's alone: it waits for a job
+  return print_checks(checks, std::cout);
 }
 
 int cmd_data_fetch(const Options& o, int shards) {

@@ -359,6 +359,27 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
       throw ConfigError("sandbox.mode: expected \"bwrap\" or \"off\", got \"" + c.sandbox.mode + "\"");
   }
 
+  top.string("executor", c.executor);
+  if (c.executor != "local" && c.executor != "slurm")
+    throw ConfigError("executor: expected \"local\" or \"slurm\", got \"" + c.executor + "\"");
+  if (const toml::table* t = top.table("slurm")) {
+    KeyReader r(*t, "slurm");
+    r.string("partition", c.slurm.partition, true);
+    r.string("account", c.slurm.account, true);
+    r.string("gres", c.slurm.gres, true);
+    r.integer("max_jobs", c.slurm.max_jobs, 1);
+    r.strings("extra_args", c.slurm.extra_args, true);
+    r.string("on_restart", c.slurm.on_restart);
+    r.number("poll_s", c.slurm.poll_s, 0, false);
+    r.integer("max_resubmits", c.slurm.max_resubmits, 0);
+    r.string("build", c.slurm.build);
+    r.reject_unknown();
+    if (c.slurm.build != "local" && c.slurm.build != "job")
+      throw ConfigError("slurm.build: expected \"local\" or \"job\", got \"" + c.slurm.build + "\"");
+    if (c.slurm.on_restart != "adopt" && c.slurm.on_restart != "cancel")
+      throw ConfigError("slurm.on_restart: expected \"adopt\" or \"cancel\", got \"" + c.slurm.on_restart + "\"");
+  }
+
   if (const toml::table* t = top.table("logs")) {
     KeyReader r(*t, "logs");
     r.number("keep_days", c.logs.keep_days, 0, true);

@@ -77,6 +77,19 @@ struct LogsConfig {
   double keep_days = 30;  ///< logs older than this are deleted at start; 0 keeps them all
 };
 
+/// The [slurm] table: each experiment's stages as one Slurm job (docs/slurm.md).
+struct SlurmConfig {
+  std::string partition;                ///< sbatch --partition; "": the cluster's default
+  std::string account;                  ///< sbatch --account; "": none
+  std::string gres = "gpu:1";           ///< sbatch --gres; "": none (CPU-only clusters)
+  int max_jobs = 1;                     ///< jobs in flight at once: the workers
+  std::vector<std::string> extra_args;  ///< more sbatch arguments, as given
+  std::string on_restart = "adopt";     ///< jobs a killed daemon left: "adopt" (follow them) or "cancel"
+  std::string build = "local";          ///< "local": built on the daemon's machine; "job": as the job's first stage
+  double poll_s = 5;                    ///< how often the jobs' states are read
+  int max_resubmits = 2;                ///< a preempted or node-failed job is submitted again this often
+};
+
 struct Config {
   std::filesystem::path repo;  ///< absolute research repo root
   std::string tag = "main";
@@ -120,6 +133,10 @@ struct Config {
   std::string preflight_gpu = "nvidia-smi";
   SandboxConfig sandbox;
   LogsConfig logs;
+  /// Where stages run: "local" (children of the daemon, one worker per GPU)
+  /// or "slurm" (one Slurm job per experiment, `slurm.max_jobs` workers).
+  std::string executor = "local";
+  SlurmConfig slurm;
 
   std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",
                                        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH"};

@@ -193,6 +193,37 @@ TEST(Config, SandboxLogsAndProgramLimit) {
   EXPECT_THAT(error_of("[logs]\nkeep_days = -1\n"), HasSubstr("logs.keep_days: must be >= 0"));
 }
 
+TEST(Config, ExecutorAndSlurmTable) {
+  Config d = parse_config("", "/r");
+  EXPECT_EQ(d.executor, "local");
+  EXPECT_EQ(d.slurm.gres, "gpu:1");
+  EXPECT_EQ(d.slurm.max_jobs, 1);
+  EXPECT_EQ(d.slurm.on_restart, "adopt");
+  EXPECT_EQ(d.slurm.build, "local");
+  EXPECT_EQ(parse_config("[slurm]\nbuild = 'job'\n", "/r").slurm.build, "job");
+  EXPECT_EQ(error_of("[slurm]\nbuild = 'remote'\n"), "slurm.build: expected \"local\" or \"job\", got \"remote\"");
+  Config c = parse_config(
+      "executor = 'slurm'\n[slurm]\npartition = 'gpu'\naccount = 'lab'\ngres = ''\nmax_jobs = 8\n"
+      "extra_args = ['--qos=low']\non_restart = 'cancel'\npoll_s = 0.5\nmax_resubmits = 0\n",
+      "/r");
+  EXPECT_EQ(c.executor, "slurm");
+  EXPECT_EQ(c.slurm.partition, "gpu");
+  EXPECT_EQ(c.slurm.account, "lab");
+  EXPECT_EQ(c.slurm.gres, "");
+  EXPECT_EQ(c.slurm.max_jobs, 8);
+  EXPECT_EQ(c.slurm.extra_args, std::vector<std::string>{"--qos=low"});
+  EXPECT_EQ(c.slurm.on_restart, "cancel");
+  EXPECT_DOUBLE_EQ(c.slurm.poll_s, 0.5);
+  EXPECT_EQ(c.slurm.max_resubmits, 0);
+  EXPECT_EQ(error_of("executor = 'k8s'\n"), "executor: expected \"local\" or \"slurm\", got \"k8s\"");
+  EXPECT_EQ(error_of("[slurm]\non_restart = 'keep'\n"),
+            "slurm.on_restart: expected \"adopt\" or \"cancel\", got \"keep\"");
+  EXPECT_THAT(error_of("[slurm]\nmax_jobs = 0\n"), HasSubstr("slurm.max_jobs: out of range"));
+  EXPECT_THAT(error_of("[slurm]\npoll_s = 0\n"), HasSubstr("slurm.poll_s: must be > 0"));
+  EXPECT_EQ(error_of("[slurm]\nqueue = 'x'\n"), "slurm.queue: unknown key");
+  EXPECT_EQ(error_of("[slurm]\nextra_args = '--qos=low'\n"), "slurm.extra_args: expected an array of strings");
+}
+
 TEST(Config, EditableGlobsThatOpenTheHarnessAreRefused) {
   EXPECT_EQ(error_of("editable = ['**']"), "editable[0]: \"**\" would let an edit change trainer/harness/eval.h");
   EXPECT_EQ(error_of("editable = ['trainer/train.cu', 'trainer/**']"),

@@ -1,6 +1,7 @@
 // See doctor.h. The checks only look: none of them writes outside a scratch
 // directory of its own, so doctor is safe beside a running daemon.
 #include "daemon/doctor.h"
+#include "daemon/slurm_client.h"
 
 #include "daemon/environment_fault.h"
 
@@ -99,7 +100,9 @@ std::string Check::text() const {
   return t;
 }
 
-Probe::Probe(const Config& config, ProcessRunner& runner) : runner_(runner), env_(scrubbed_env(config.env_pass)) {
+// SLURM_CONF is passed on, so the Slurm probe asks the cluster the daemon would.
+Probe::Probe(const Config& config, ProcessRunner& runner)
+    : runner_(runner), env_(slurm_env(scrubbed_env(config.env_pass))) {
   std::string tmpl = (fs::temp_directory_path() / "autoresearchd-doctor-XXXXXX").string();
   if (mkdtemp(tmpl.data())) scratch_ = tmpl;
 }

@@ -29,6 +29,9 @@
 #include "daemon/keep_rule.h"
 #include "daemon/run_evidence.h"
 #include "daemon/sandbox.h"
+#include "daemon/slurm_client.h"
+#include "daemon/slurm_executor.h"
+#include "daemon/slurm_recovery.h"
 #include "daemon/summary.h"
 
 namespace ard {
@@ -179,6 +182,10 @@ int Engine::run() {
   state_.create();
   repo_ = std::make_unique<GitRepo>(config_.repo);
   repo_->exclude("/.autoresearchd/");
+  // A killed daemon's Slurm jobs are adopted or cancelled, and their results recorded, before reconcile
+  // (whatever the executor is now).
+  recover_slurm_jobs(config_, store_, slurm_env(env_), state_.root / "slurm", log_);
+  if (config_.executor == "slurm") open_slurm();
   reconcile();
   open_slots();
   session_ = store_.begin_session(config_.tag, getpid());
@@ -358,6 +365,7 @@ void Engine::stop(const std::string& reason) {
   store_check_timer_.cancel();
   for (auto& [id, c] : candidates_)
     if (c.child) c.child->stop();
+  if (slurm_) slurm_->stop_all();
   stop_deadline_.expires_after(seconds(kProposalGraceS));
   stop_deadline_.async_wait([this](const boost::system::error_code& e) {
     if (!e) {
@@ -372,6 +380,7 @@ void Engine::maybe_finish_stop() {
   if (!stopping_) return;
   for (const auto& [id, c] : candidates_)
     if (c.child) return;  // its exit handler comes back here
+  if (slurm_ && slurm_->active()) return;  // on_job_end comes back here
   if (data_running_ || proposals_running_ > 0) return;
   stop_deadline_.cancel();
   if (store_lost_) {  // nothing can be recorded: the next start's reconcile has nothing of this session
@@ -737,6 +746,7 @@ void Engine::start_build(Candidate& c, int slot) {
     if (auto fault = probe_write(slots_[slot].path)) return rerun(c, *fault);
     return fatal(std::string("cannot check out a candidate: ") + e.what());
   }
+  if (slurm_ && config_.slurm.build == "job") return built_in_job(c);
   double now = now_seconds();
   store_.set_stage(c.id, "building", "build", now, now + config_.build_timeout_s, now + config_.build_timeout_s);
   c.phase = Phase::kBuilding;
@@ -765,18 +775,19 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   std::string tail = file_tail(log);
   if (r.end == ProcessResult::End::kStopped) return fail(*c, status::kInterrupted, "stopped during the build", tail);
   if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
-  if (!r.ok()) {
-    std::string errors = compiler_errors(file_tail(log, 400, 65536));
-    std::string error = r.end == ProcessResult::End::kTimedOut ? "build " + r.describe()
-                                                               : "build failed (" + r.describe() + "): " + first_nonblank_line(errors);
-    if (!c->baseline && c->id > 0 && c->fix_round < config_.max_fix_attempts)
-      fixes_.push_back(Fix{id, c->fix_round + 1, repo_->editable_files(c->commit, editable_)});
-    return fail(*c, status::kBuildFail, error, tail, errors);
-  }
+  if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
   if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
   c->phase = Phase::kBuilt;
   store_.set_state(id, "built");
   schedule_pump();
+}
+
+void Engine::build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out) {
+  std::string errors = compiler_errors(file_tail(log, 400, 65536));
+  std::string error = timed_out ? "build " + how : "build failed (" + how + "): " + first_nonblank_line(errors);
+  if (!c.baseline && c.id > 0 && c.fix_round < config_.max_fix_attempts)
+    fixes_.push_back(Fix{c.id, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
+  return fail(c, status::kBuildFail, error, file_tail(log), errors);
 }
 
 // ---------------------------------------------------------------- training
@@ -802,7 +813,8 @@ void Engine::start_trainings() {
                                                            : purpose::kCandidate;
     next->trial = store_.begin_trial(next->id > 0 ? next->id : next->row, config_.tag, workers_[w].gpu, run_purpose,
                                      next->commit, rounds_->scale(workers_[w].gpu), rounds_->calibration());
-    start_stage(*next);
+    if (slurm_) start_job(*next);
+    else start_stage(*next);
     if (stopping_) return;
   }
 }

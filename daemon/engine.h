@@ -49,6 +49,10 @@
 
 namespace ard {
 
+class SlurmClient;
+class SlurmExecutor;
+struct JobEnd;
+
 /// Replaces {data_dir}, {budget}, {worktree} and {budget_scale} (the board
 /// calibration, noise_rounds.h) in a stage command.
 std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
@@ -171,12 +175,22 @@ class Engine {
   void start_builds();
   void start_build(Candidate& c, int slot);
   void on_build_exit(int64_t id, const ProcessResult& r);
+  /// A failed build (how: "exit code 1", ...): build_fail, and a fix owed when rounds are left.
+  void build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out);
   void start_trainings();
   void start_stage(Candidate& c);
   void on_stage_exit(int64_t id, const ProcessResult& r);
   void finish_training(Candidate& c, const std::filesystem::path& last_log);
   void decide(Candidate& c, double value);
   void reapply(Candidate& c, double value);
+
+  // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
+  void open_slurm();
+  void start_job(Candidate& c);
+  /// slurm.build = "job": the candidate is checked out and goes to training; its job builds it first.
+  void built_in_job(Candidate& c);
+  void on_job_id(int64_t id, const std::string& job, const std::string& node);
+  void on_job_end(int64_t id, const JobEnd& end);
 
   // Endings.
   void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
@@ -273,6 +287,9 @@ class Engine {
   bool store_lost_ = false;  ///< results.db was deleted or replaced: nothing more is written
   std::unique_ptr<StopFlag> data_stop_;
   bool data_running_ = false;
+
+  std::unique_ptr<SlurmClient> slurm_client_;
+  std::unique_ptr<SlurmExecutor> slurm_;  ///< null with executor = "local"
 };
 
 }  // namespace ard

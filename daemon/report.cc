@@ -216,6 +216,9 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   auto stage_line = [&](const ExperimentRow& r) {
     std::ostringstream line;
     line << "#" << r.id << " " << r.state << " stage " << r.stage;
+    for (const auto& t : store.experiment_trials(r.id))  // executor = "slurm": its job, and where it runs
+      if (!t.ended_at && !t.slurm_job_id.empty())
+        line << " (Slurm job " << t.slurm_job_id << (t.node.empty() ? ", not running yet" : " on " + t.node) << ")";
     if (r.stage_started_at) line << ", " << format_duration(now - *r.stage_started_at) << " elapsed";
     if (r.stage_expected) line << ", expected end " << clock_time(*r.stage_expected);
     if (r.stage_deadline) line << " (timeout at " << clock_time(*r.stage_deadline) << ")";
@@ -279,6 +282,10 @@ std::optional<std::string> render_show(Store& store, int64_t id, const std::file
     os << "re-applied:   its change was made on an older best as " << r->reapplied_from
        << "; commit is that change on the parent below\n";
   if (!r->gpu.empty()) os << "gpu:          " << r->gpu << "\n";
+  for (const auto& t : store.experiment_trials(id))
+    if (!t.slurm_job_id.empty())
+      os << "slurm job:    " << t.slurm_job_id << (t.node.empty() ? "" : " on " + t.node)
+         << (t.status.empty() ? "" : " (" + t.status + ")") << ", output " << t.slurm_log << "\n";
   os << "proposer:     " << r->proposer << "\n";
   os << "program.md:   " << (r->program_hash.empty() ? "-" : r->program_hash) << "\n";
   os << "started:      " << format_time(r->started_at);

@@ -283,19 +283,42 @@ void Store::end_trial(int64_t trial_id, const std::string& status, std::optional
       .bind(6, trial_id).run();
 }
 
-std::vector<TrialRow> Store::trials(const std::string& tag) {
-  auto s = db_.prepare(
-      "SELECT id, experiment_id, gpu, purpose, commit_hash, started_at, ended_at, training_seconds, val_bpb, "
-      "coalesce(status, ''), budget_scale, calibration, num_steps, tokens FROM trials WHERE tag=? ORDER BY id");
-  s.bind(1, tag);
+namespace {
+constexpr const char* kTrialColumns =
+    "SELECT id, experiment_id, gpu, purpose, commit_hash, started_at, ended_at, training_seconds, val_bpb, "
+    "coalesce(status, ''), budget_scale, calibration, num_steps, tokens, slurm_job_id, slurm_log, node FROM trials ";
+
+std::vector<TrialRow> read_trials(Statement& s) {
   std::vector<TrialRow> out;
   while (s.step()) {
     std::optional<int64_t> steps;
     if (auto v = s.opt_real(12)) steps = static_cast<int64_t>(*v);
     out.push_back({s.integer(0), s.integer(1), s.text(2), s.text(3), s.text(4), s.real(5), s.opt_real(6),
-                   s.opt_real(7), s.opt_real(8), s.text(9), s.real(10), s.integer(11), steps, s.opt_real(13)});
+                   s.opt_real(7), s.opt_real(8), s.text(9), s.real(10), s.integer(11), steps, s.opt_real(13),
+                   s.text(14), s.text(15), s.text(16)});
   }
   return out;
+}
+}  // namespace
+
+std::vector<TrialRow> Store::trials(const std::string& tag) {
+  auto s = db_.prepare(std::string(kTrialColumns) + "WHERE tag=? ORDER BY id");
+  s.bind(1, tag);
+  return read_trials(s);
+}
+
+void Store::set_trial_job(int64_t trial_id, const std::string& job_id, const std::string& log) {
+  db_.prepare("UPDATE trials SET slurm_job_id=?, slurm_log=? WHERE id=?").bind(1, job_id).bind(2, log)
+      .bind(3, trial_id).run();
+}
+
+void Store::set_trial_node(int64_t trial_id, const std::string& node) {
+  db_.prepare("UPDATE trials SET node=? WHERE id=?").bind(1, node).bind(2, trial_id).run();
+}
+
+std::vector<TrialRow> Store::open_slurm_trials() {
+  auto s = db_.prepare(std::string(kTrialColumns) + "WHERE ended_at IS NULL AND slurm_job_id != '' ORDER BY id");
+  return read_trials(s);
 }
 
 void Store::close_open_trials(std::optional<double> ended_at) {

@@ -83,6 +83,9 @@ struct TrialRow {
   int64_t calibration = 0;           ///< which calibration (0: none, every board at 1)
   std::optional<int64_t> num_steps;  ///< from its summary
   std::optional<double> tokens;
+  std::string slurm_job_id;  ///< the Slurm job it ran as ('' : a local trial)
+  std::string slurm_log;     ///< that job's output file
+  std::string node;          ///< the node the job ran on, once known
 };
 
 /// One noise round's result (noise_estimates).
@@ -222,6 +225,12 @@ class Store : public llm::CallSink {
                  std::optional<double> val_bpb, const std::string& summary_json);
   /// Oldest first.
   std::vector<TrialRow> trials(const std::string& tag);
+  /// The Slurm job a trial runs as, recorded as soon as sbatch returns.
+  void set_trial_job(int64_t trial_id, const std::string& job_id, const std::string& log);
+  void set_trial_node(int64_t trial_id, const std::string& node);
+  /// Trials still open (any tag) that run as Slurm jobs: what a restart
+  /// adopts or cancels. Oldest first.
+  std::vector<TrialRow> open_slurm_trials();
   /// Closes trials a killed daemon left open (status interrupted), ended at
   /// ended_at (when the dead daemon was last known to run), or now.
   void close_open_trials(std::optional<double> ended_at = std::nullopt);

@@ -239,6 +239,34 @@ TEST(Store, RestartClockMovesTheStartToNow) {
   EXPECT_GE(store.experiment(id)->started_at, first + 0.19);
 }
 
+TEST(Store, TrialsRecordTheirSlurmJobAndOpenOnesAreFound) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  store.put_program("abc", "# program");
+  int64_t e = store.create_experiment("t", false, kBase, "abc", "offline", std::nullopt);
+  int64_t local = store.begin_trial(e, "t", "0", "candidate", kBase);
+  int64_t job = store.begin_trial(e, "t", "slurm:1", "candidate", kBase);
+  int64_t done = store.begin_trial(e, "t", "slurm:2", "candidate", kBase);
+  store.set_trial_job(job, "1234", "/logs/2-job.log");
+  store.set_trial_node(job, "node07");
+  store.set_trial_job(done, "1235", "/logs/3-job.log");
+  store.end_trial(done, "ok", 1.0, 0.9, "{}");
+  auto open = store.open_slurm_trials();
+  ASSERT_EQ(open.size(), 1u);  // not the local trial, not the ended one
+  EXPECT_EQ(open[0].id, job);
+  EXPECT_EQ(open[0].experiment_id, e);
+  EXPECT_EQ(open[0].slurm_job_id, "1234");
+  EXPECT_EQ(open[0].slurm_log, "/logs/2-job.log");
+  EXPECT_EQ(open[0].node, "node07");
+  auto all = store.trials("t");
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].id, local);
+  EXPECT_EQ(all[0].slurm_job_id, "");
+  store.close_open_trials();
+  EXPECT_TRUE(store.open_slurm_trials().empty());
+}
+
 TEST(Store, LlmTotalsPerTag) {
   testing::TempDir dir;
   Store store((dir / "results.db").string());

@@ -5,6 +5,8 @@
 # skipped and everything else still builds and tests. chromium runs the
 # dashboard's browser test; libjs-chart.js is the Chart.js that `serve` serves;
 # gnuplot-nox draws `plot`'s chart.
+# slurmctld, slurmd, slurm-client and munge: the single-node Slurm cluster
+# the Slurm executor's tests start (tests/slurm/cluster.py).
 set -euo pipefail
 
 packages=(
@@ -14,6 +16,7 @@ packages=(
   libcli11-dev libtomlplusplus-dev
   libpcre2-dev liblzma-dev zlib1g-dev libzstd-dev
   python3 bubblewrap
+  slurmctld slurmd slurm-client munge
   chromium libjs-chart.js gnuplot-nox
 )
 

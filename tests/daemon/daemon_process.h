@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,18 +38,19 @@ inline pid_t spawn_daemon(const std::string& daemon, const std::filesystem::path
   return pid;
 }
 
-/// Polls the repo's store until pred holds for the tag's experiments; fails
-/// the test (with the daemon's log) after timeout_s.
-inline std::vector<ExperimentRow> wait_for_rows(const std::filesystem::path& repo, const std::string& tag,
-                                                const std::function<bool(const std::vector<ExperimentRow>&)>& pred,
-                                                double timeout_s = 60) {
+/// Polls the repo's store (read gives the rows) until pred holds for them;
+/// fails the test (with the daemon's log) after timeout_s.
+template <typename Row>
+std::vector<Row> wait_on_store(const std::filesystem::path& repo,
+                               const std::function<std::vector<Row>(Store&)>& read,
+                               const std::function<bool(const std::vector<Row>&)>& pred, double timeout_s) {
   auto db = repo / ".autoresearchd/results.db";
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<ExperimentRow> rows;
+  std::vector<Row> rows;
   while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(timeout_s)) {
     if (std::filesystem::exists(db)) {
       Store store(db.string());
-      rows = store.experiments(tag);
+      rows = read(store);
       if (pred(rows)) return rows;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -56,6 +58,25 @@ inline std::vector<ExperimentRow> wait_for_rows(const std::filesystem::path& rep
   ADD_FAILURE() << "timed out waiting; " << rows.size() << " rows; daemon log:\n"
                 << read_file(repo / ".autoresearchd/daemon.log");
   return rows;
+}
+
+/// Waits until pred holds for the tag's experiments.
+inline std::vector<ExperimentRow> wait_for_rows(const std::filesystem::path& repo, const std::string& tag,
+                                                const std::function<bool(const std::vector<ExperimentRow>&)>& pred,
+                                                double timeout_s = 60) {
+  return wait_on_store<ExperimentRow>(repo, [&](Store& s) { return s.experiments(tag); }, pred, timeout_s);
+}
+
+/// One edit of the scripted proposer's script: the whole new trainer/train.cu.
+inline nlohmann::json edit(const std::string& description, const std::string& train_cu) {
+  return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
+}
+
+/// Waits until pred holds for the tag's trials.
+inline std::vector<TrialRow> wait_for_trials(const std::filesystem::path& repo, const std::string& tag,
+                                             const std::function<bool(const std::vector<TrialRow>&)>& pred,
+                                             double timeout_s = 60) {
+  return wait_on_store<TrialRow>(repo, [&](Store& s) { return s.trials(tag); }, pred, timeout_s);
 }
 
 /// How many of the experiments are in a final state.

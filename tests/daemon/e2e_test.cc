@@ -32,10 +32,7 @@ using ::testing::Not;
 const std::string kDaemon = AUTORESEARCHD;
 const std::string kFake = FAKE_TRAINER;
 
-/// One scripted edit: the whole new trainer/train.cu.
-nlohmann::json edit(const std::string& description, const std::string& train_cu) {
-  return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
-}
+using testing::edit;
 
 class DaemonE2E : public ::testing::Test {
  protected:

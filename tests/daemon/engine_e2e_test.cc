@@ -45,9 +45,7 @@ std::string with(std::string text, const std::string& from, const std::string& t
   return text.replace(text.find(from), from.size(), to);
 }
 
-nlohmann::json edit(const std::string& description, const std::string& train_cu) {
-  return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
-}
+using testing::edit;
 
 class EngineE2E : public ::testing::Test {
  protected:
