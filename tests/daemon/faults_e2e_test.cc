@@ -181,9 +181,9 @@ TEST_F(FaultsE2E, AFullRepoDiskHoldsTheProposalInsteadOfRejectingIt) {
   // The store and the slots have room (start's preflight asks for 2 GB there; tmpfs takes only what is written).
   testing::SmallTmpfs state(repo / ".autoresearchd", size_t{3} << 30);
   ASSERT_TRUE(state.mounted()) << state.why_not();
-  // The answer comes after the baseline was kept and the disk filled.
+  // The answer comes after the baseline was kept and the disk filled (12 s: room for a slow, loaded machine).
   llm::testing::FakeLlmServer server(
-      nlohmann::json::array({{{"hang_s", 4}, {"answer", whole_file_answer("better", "val_bpb 0.9\nseconds 0.2\n")}}}),
+      nlohmann::json::array({{{"hang_s", 12}, {"answer", whole_file_answer("better", "val_bpb 0.9\nseconds 0.2\n")}}}),
       "", dir.path());
   write_config(llm(server));
   pid_t pid = spawn_daemon();
