@@ -997,8 +997,10 @@ void Engine::decide_deferred() {
 void Engine::reapply(Candidate& c, double v) {
   std::string tail = file_tail(log_path(c, config_.stages.back().name));
   std::ostringstream what;
-  what << config_.metric << " " << v << " beats the best " << *best_val_ << ", but was measured on "
-       << short_id(c.parent) << ", an older best";
+  // It did better than the best it was measured against; whether it beats the
+  // best of now is measured again on top of it.
+  what << config_.metric << " " << v << " was measured on " << short_id(c.parent)
+       << ", an older best, and beat it (the best is now " << *best_val_ << ")";
   if (c.reapplies >= kMaxReapplies)
     return fail(c, status::kDiscarded, what.str() + ", " + std::to_string(c.reapplies) + " times: given up", tail);
   release(c);

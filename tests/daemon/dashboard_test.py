@@ -240,6 +240,11 @@ timeout_s = 10
 enabled = false
 [preflight]
 gpu = "off"
+# One run decides (no confirmations or noise rounds), so the rows are the script's.
+[keep]
+confirmations = 0
+[noise]
+rounds = false
 [proposer]
 kind = "scripted"
 script = "script.json"
@@ -287,7 +292,7 @@ port = {cls.embedded_port}
     def finished(cls):
         with sqlite3.connect(cls.db) as c:
             return c.execute("SELECT id, state, val_bpb, description, commit_hash FROM experiments "
-                             "WHERE state IN ('kept','discarded','crash') ORDER BY id").fetchall()
+                             "WHERE state IN ('kept','discarded','crash','conflict') ORDER BY id").fetchall()
 
     def store_rows(self):
         with sqlite3.connect(self.db) as c:
