@@ -165,12 +165,16 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
   if (gpus.empty()) gpus.push_back("");
   for (auto& g : gpus) workers_.push_back({std::move(g), 0});
   mailbox_->io = &io_;
-  // Boards are calibrated only where a stage passes the scale on.
-  bool passes_scale = false;
-  for (const auto& stage : config_.stages) passes_scale = passes_scale || stage.command.find("{budget_scale}") != std::string::npos;
   std::vector<std::string> ids;
   for (const auto& w : workers_) ids.push_back(w.gpu);
-  rounds_ = std::make_unique<NoiseRounds>(ids, config_.noise.calibrate && passes_scale);
+  rounds_ = std::make_unique<NoiseRounds>(ids, calibrates_boards(config_));
+}
+
+bool calibrates_boards(const Config& config) {
+  if (!config.noise.calibrate || config.executor != "local") return false;
+  for (const auto& stage : config.stages)
+    if (stage.command.find("{budget_scale}") != std::string::npos) return true;
+  return false;
 }
 
 Engine::~Engine() {

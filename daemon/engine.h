@@ -53,6 +53,12 @@ class SlurmClient;
 class SlurmExecutor;
 struct JobEnd;
 
+/// Whether the engine calibrates its boards (noise_rounds.h): `noise.calibrate`,
+/// a stage that passes {budget_scale} on, and the local executor. A Slurm
+/// worker is a job slot whose jobs land on any node, so a scale per worker
+/// would calibrate nothing; there every run gets scale 1.
+bool calibrates_boards(const Config& config);
+
 /// Replaces {data_dir}, {budget}, {worktree} and {budget_scale} (the board
 /// calibration, noise_rounds.h) in a stage command.
 std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,

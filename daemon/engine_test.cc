@@ -8,6 +8,20 @@
 namespace ard {
 namespace {
 
+TEST(CalibratesBoards, OnlyLocallyWithAStageThatPassesTheScale) {
+  Config config;
+  config.stages = {{"train", "train --budget-scale {budget_scale}"}};
+  EXPECT_TRUE(calibrates_boards(config));
+  config.noise.calibrate = false;
+  EXPECT_FALSE(calibrates_boards(config));
+  config.noise.calibrate = true;
+  config.executor = "slurm";  // a worker is a job slot, not a board
+  EXPECT_FALSE(calibrates_boards(config));
+  config.executor = "local";
+  config.stages = {{"train", "train"}};  // the scale would reach nothing
+  EXPECT_FALSE(calibrates_boards(config));
+}
+
 TEST(Substitute, ReplacesEveryPlaceholder) {
   EXPECT_EQ(substitute("t --data {data_dir} --time-budget {budget} -C {worktree} {data_dir}", "/d", 300, "/w"),
             "t --data /d --time-budget 300 -C /w /d");

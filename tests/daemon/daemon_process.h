@@ -68,6 +68,11 @@ inline std::vector<ExperimentRow> wait_for_rows(const std::filesystem::path& rep
 }
 
 /// One edit of the scripted proposer's script: the whole new trainer/train.cu.
+/// Config tables for tests whose outcome is fixed by one run per candidate:
+/// no confirmation runs and no noise rounds (the keep rule's own tests turn
+/// them on).
+inline constexpr const char* kOneRunDecides = "[keep]\nconfirmations = 0\n[noise]\nrounds = false\n";
+
 inline nlohmann::json edit(const std::string& description, const std::string& train_cu) {
   return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
 }

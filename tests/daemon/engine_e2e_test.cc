@@ -82,7 +82,7 @@ class EngineE2E : public ::testing::Test {
   /// gpus: the TOML value; proposer: the [proposer] (and [llm]) tables.
   /// The old rule's knobs: no noise rounds (so no repeats of the best) and no
   /// confirmation runs; σ is then never known and strictly lower decides.
-  static constexpr const char* kOldRule = "[keep]\nconfirmations = 0\n[noise]\nrounds = false\n";
+  static constexpr const char* kOldRule = testing::kOneRunDecides;
   void write_config(const std::string& gpus, int lookahead, const std::string& proposer, double train_timeout = 30,
                     const std::string& decisions = kOldRule,
                     const std::string& train = "echo gpu=$CUDA_VISIBLE_DEVICES; " + kFake + " run trainer/train.cu") {

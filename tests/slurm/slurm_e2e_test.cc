@@ -65,13 +65,7 @@ executor = "slurm"
 gres = ""
 max_jobs = )" + std::to_string(max_jobs) + R"(
 poll_s = 0.3
-)" + extra + R"(
-# The old rule (one run decides), so each case's outcome is fixed; the keep
-# rule's confirmations and noise rounds are the engine's tests' concern.
-[keep]
-confirmations = 0
-[noise]
-rounds = false
+)" + extra + "\n" + testing::kOneRunDecides + R"(
 [build]
 command = "mkdir -p build && )" + kFake + R"( build trainer/train.cu"
 timeout_s = 10
