@@ -27,18 +27,33 @@ std::string job_script(const JobScriptSpec& spec) {
     << "echo \"autoresearchd: job ${SLURM_JOB_ID:-?} on $node (restart ${SLURM_RESTART_COUNT:-0})\"\n"
     << "finish() { echo \"$1 $node\" > " << exit_tmp << " && mv " << exit_tmp << " " << exit_file << "; exit \"$1\"; }\n"
     // Each stage runs in a session of its own; a TERM (scancel, a time limit,
-    // preemption) kills that whole group before the script exits, so nothing
-    // of a stage that ignores TERM outlives the job, whatever Slurm's proctrack.
-    << "stage_pid=\n"
-    << "trap 'if [ -n \"$stage_pid\" ]; then kill -9 \"-$stage_pid\" 2>/dev/null; fi; "
-       "echo \"autoresearchd: job signalled\"; exit 143' TERM INT\n"
+    // preemption) kills that whole session, and its first process by pid (it
+    // may not have made its session yet), before the script exits, so nothing
+    // of a stage that ignores TERM outlives the job, whatever Slurm's
+    // proctrack. `starting` and `prev` cover a TERM that lands between the
+    // fork of a stage and `stage_pid=$!`. The script waits (at most 5 s) until
+    // no live process is left in the session, then writes "signalled <node>"
+    // to the exit file: the daemon's sign that the job left nothing behind.
+    << "stage_pid= starting= prev=\n"
+    << "stop_stage() {\n"
+    << "  p=$stage_pid\n"
+    << "  if [ -z \"$p\" ] && [ -n \"$starting\" ] && [ \"$!\" != \"$prev\" ]; then p=$!; fi\n"
+    << "  if [ -n \"$p\" ]; then\n"
+    << "    kill -9 \"-$p\" \"$p\" 2>/dev/null; wait \"$p\" 2>/dev/null; n=0\n"
+    << "    while [ $n -lt 50 ] && ps -o stat= -s \"$p\" 2>/dev/null | grep -qv '^Z'; do sleep 0.1; n=$((n+1)); done\n"
+    << "  fi\n"
+    << "  echo \"autoresearchd: job signalled\"\n"
+    << "  echo \"signalled $node\" > " << exit_tmp << " && mv " << exit_tmp << " " << exit_file << "\n"
+    << "  exit 143\n"
+    << "}\n"
+    << "trap stop_stage TERM INT\n"
     << "rm -f " << exit_file << "\n"
     << "cd " << shell_quote(spec.worktree.string())
     << " || { echo 'autoresearchd: the worktree is not on this node (a shared filesystem is needed)'; finish 70; }\n";
   for (const auto& st : spec.stages) {
     s << "echo " << shell_quote("autoresearchd: stage " + st.name) << "\n"
-      << "setsid /bin/sh -c " << shell_quote(st.command) << " &\n"
-      << "stage_pid=$!; wait \"$stage_pid\"; rc=$?; stage_pid=\n"
+      << "prev=$!; starting=1; setsid /bin/sh -c " << shell_quote(st.command) << " &\n"
+      << "stage_pid=$!; starting=; wait \"$stage_pid\"; rc=$?; stage_pid=\n"
       << "if [ $rc -ne 0 ]; then echo \"autoresearchd: stage " << st.name
       << " exit $rc\"; finish $rc; fi\n";
   }

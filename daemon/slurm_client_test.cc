@@ -109,6 +109,27 @@ TEST_F(JobScript, ATermKillsAStageThatIgnoresIt) {
   EXPECT_THAT(r.out, HasSubstr("rc=143"));
   EXPECT_THAT(r.out, HasSubstr("gone"));
   EXPECT_THAT(testing::read_file(dir / "out"), HasSubstr("autoresearchd: job signalled"));
+  EXPECT_EQ(testing::read_file(dir / "1-job.exit"), "signalled " + testing::shell("hostname").out);
+}
+
+// A TERM can land at any point of the script: before a stage's fork, between
+// the fork and `stage_pid=$!`, between two stages. Wherever it lands, once the
+// script has exited nothing of its stages is alive (the stop contract).
+TEST_F(JobScript, ATermAtAnyMomentLeavesNoStageBehind) {
+  std::filesystem::create_directories(dir / "wt");
+  const std::string marker = "4321.25";  // sleep's argument names this test's processes
+  JobScriptSpec spec{"experiment 1", dir / "wt",
+                     {{"check", "trap '' TERM; sleep 0.01"}, {"train", "trap '' TERM; sleep " + marker}},
+                     dir / "1-job.exit"};
+  testing::write_file(dir / "job.sh", job_script(spec));
+  const std::string script = testing::sh_quote((dir / "job.sh").string());
+  for (int i = 0; i < 25; ++i) {
+    auto r = testing::shell("/bin/sh " + script + " >/dev/null 2>&1 & job=$!; sleep " + std::to_string(i * 0.004) +
+                            "; kill -TERM $job; wait $job; ps -eo stat=,args= | grep -v grep | grep '" + marker +
+                            "' | grep -v '^Z' || echo none");
+    EXPECT_EQ(r.out, "none\n") << "TERM after " << i * 4 << " ms";
+    testing::shell("pkill -9 -f 'sleep " + marker + "'");
+  }
 }
 
 TEST_F(JobScript, AMissingWorktreeSaysTheFilesystemIsNotShared) {

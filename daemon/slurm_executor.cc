@@ -207,7 +207,25 @@ void SlurmExecutor::ended(Job& job, const std::optional<SlurmJobInfo>& info) {
   const std::string what = info ? std::string(slurm_state_name(state)) : "gone from the queue";
   // An exit file from a job that ended by itself: every stage ran (a cancel
   // that came after it changes nothing).
-  const bool ran_out = exit && (state == SlurmState::kCompleted || state == SlurmState::kFailed || !info);
+  const bool ran_out = exit && !exit->signalled &&
+                       (state == SlurmState::kCompleted || state == SlurmState::kFailed || !info);
+  // A job the daemon cancelled (a stop, its timeout) that had started: Slurm
+  // may call it ended while its script still cleans up; its exit file says
+  // when nothing of it is left.
+  const bool started = !job.node.empty() || job.running_since > 0 || (info && !info->node.empty());
+  if (job.cancel_sent && !exit && started) {
+    const double now = now_seconds();
+    if (job.ended_at == 0) {
+      job.ended_at = now;
+      log_("#" + std::to_string(key) + " Slurm job " + job.id + " " + what + "; waiting up to " +
+           std::to_string(static_cast<int>(exit_file_wait_s_)) + " s for its exit file " +
+           exit_file_of(job.run.log).string() + " (written once its processes are gone)");
+    }
+    if (now - job.ended_at < exit_file_wait_s_) return;
+    log_("warning: #" + std::to_string(key) + " Slurm job " + job.id + " wrote no exit file " +
+         std::to_string(static_cast<int>(exit_file_wait_s_)) + " s after it ended: a process of it may be left on " +
+         (job.node.empty() ? std::string("its node") : job.node));
+  }
   if (job.stop_requested && !ran_out) {
     end.kind = JobEnd::Kind::kStopped;
     end.error = "stopped: Slurm job " + job.id + " cancelled";

@@ -6,7 +6,10 @@
 // through its new run; a job that ends preempted or on a failed node is
 // submitted again (`slurm.max_resubmits`), then reported as the machine's
 // fault. A stop waits for Slurm to confirm each cancelled job ended, for a
-// minute at most. The exit code is read from the exit file the job script writes, so
+// minute at most, and then, for a job that had started (stopped or timed out), for the job script's
+// "signalled" exit file (kExitFileWaitS at most): the script writes it once
+// nothing of the stage is left alive, so a stop that returns leaves no
+// process behind on the node. The exit code is read from the exit file the job script writes, so
 // a job Slurm has already forgotten still has one.
 #pragma once
 
@@ -38,6 +41,11 @@ struct SlurmRun {
 
 /// The engine's workers with Slurm: n job slots, "slurm:1" ... "slurm:<n>".
 std::vector<std::string> slurm_workers(int n);
+
+/// How long a stopped job that Slurm says ended may take to write its exit
+/// file (the job script's clean-up is bounded by 5 s) before the stop gives it
+/// up with a warning.
+inline constexpr double kExitFileWaitS = 15;
 
 /// The exit file of a job whose output goes to log.
 std::filesystem::path exit_file_of(const std::filesystem::path& log);
@@ -94,6 +102,7 @@ class SlurmExecutor {
     int restarts = 0;          ///< -1: an adopted job's, not read yet
     int resubmits = 0;
     std::string node;
+    double ended_at = 0;       ///< a stopped job Slurm says ended, its exit file not yet written
   };
   void sbatch(int64_t key);
   void schedule_poll();
@@ -121,6 +130,7 @@ class SlurmExecutor {
   bool polling_ = false;
   std::string last_query_error_;
   double stop_confirm_s_ = 60;
+  double exit_file_wait_s_ = kExitFileWaitS;
 };
 
 }  // namespace ard

@@ -131,7 +131,13 @@ std::optional<JobExitFile> parse_job_exit_file(const std::string& text) {
   std::istringstream in(text);
   std::string code;
   JobExitFile out;
-  if (!(in >> code) || !to_int(code, out.code)) return std::nullopt;
+  if (!(in >> code)) return std::nullopt;
+  if (code == "signalled") {
+    out.code = 143;
+    out.signalled = true;
+  } else if (!to_int(code, out.code)) {
+    return std::nullopt;
+  }
   in >> out.node;
   return out;
 }

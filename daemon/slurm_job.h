@@ -60,11 +60,14 @@ std::map<std::string, std::string> scontrol_fields(const std::string& line);
 /// skipped; a record without JobId or JobState is skipped too.
 std::map<std::string, SlurmJobInfo> parse_scontrol_jobs(const std::string& output);
 
-/// The exit code written by the job script when its stages ended
-/// ("<code> <node>"), or nullopt when the text is not one.
+/// What the job script wrote to its exit file: "<code> <node>" when its
+/// stages ended by themselves, or "signalled <node>" once a TERM's clean-up
+/// left no live process of the stage behind (code 143). nullopt when the text
+/// is neither.
 struct JobExitFile {
   int code = 0;
   std::string node;
+  bool signalled = false;  ///< the job was signalled, and its stage is gone
 };
 std::optional<JobExitFile> parse_job_exit_file(const std::string& text);
 

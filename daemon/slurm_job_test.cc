@@ -88,6 +88,12 @@ TEST(SlurmJob, ExitFile) {
   EXPECT_EQ(parse_job_exit_file("0\n")->code, 0);
   EXPECT_EQ(parse_job_exit_file(""), std::nullopt);
   EXPECT_EQ(parse_job_exit_file("x y"), std::nullopt);
+  auto signalled = parse_job_exit_file("signalled node07\n");
+  ASSERT_TRUE(signalled);
+  EXPECT_TRUE(signalled->signalled);
+  EXPECT_EQ(signalled->code, 143);
+  EXPECT_EQ(signalled->node, "node07");
+  EXPECT_FALSE(parse_job_exit_file("3 node07")->signalled);
 }
 
 }  // namespace

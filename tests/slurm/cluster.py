@@ -227,13 +227,29 @@ def leftover_job_processes(d):
     return found
 
 
+def describe(pid):
+    """'<pid> ppid=<p> pgid=<g> sid=<s> <comm>: <cmdline>' as /proc shows it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return str(pid)
+    comm = stat[stat.index("(") + 1:stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2:].split()
+    return f"{pid} ppid={fields[1]} pgid={fields[2]} sid={fields[3]} {comm}: {cmdline}"
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in ("start", "stop", "leftovers"):
         sys.exit("usage: cluster.py start|stop|leftovers DIR")
     if sys.argv[1] == "leftovers":
-        # Processes of this cluster's jobs still alive (not zombies), one pid a line.
+        # Processes of this cluster's jobs still alive (not zombies), one a
+        # line: its pid, parent, process group, session, name and command line,
+        # so a failure shows what was left.
         for pid in leftover_job_processes(os.path.abspath(sys.argv[2])):
             if alive(pid):
-                print(pid)
+                print(describe(pid))
     else:
         (start if sys.argv[1] == "start" else stop)(sys.argv[2])
