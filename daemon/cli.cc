@@ -257,7 +257,7 @@ int cmd_status(const Options& o) {
     return 0;
   }
   Store store(state.db().string());
-  std::cout << render_status(store, config.tag, pid, now_seconds());
+  std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z});
   return 0;
 }
 

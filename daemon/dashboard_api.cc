@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "daemon/decision_report.h"
 #include "daemon/report.h"
 
 namespace ard {
@@ -80,6 +81,11 @@ json api_status(Store& store, const DashboardView& view, double now) {
   json lane_list = json::array();
   for (auto& [gpu, lane] : lanes) lane_list.push_back(std::move(lane));
 
+  // σ judged as the engine and `status` judge it (run_evidence.h).
+  const auto last_round = store.last_noise_estimate(view.tag);
+  const NoiseStatus noise = noise_status(store.trials(view.tag), last_round && last_round->calibration > 0 ? 1 : 0,
+                                         view.noise.prior_sigma, view.noise.z);
+
   return {
       {"tag", view.tag},
       {"now", now},
@@ -101,7 +107,15 @@ json api_status(Store& store, const DashboardView& view, double now) {
         {"output_tokens", f.llm.output_tokens},
         {"cost_usd", f.llm.cost_usd}}},
       {"lanes", lane_list},
-      {"sigma", nullptr},
+      {"noise",
+       {{"sigma", noise.used ? json(noise.used->sigma) : json(nullptr)},
+        {"df", noise.measured ? json(noise.measured->df) : json(nullptr)},
+        {"measured_sigma", noise.measured ? json(noise.measured->sigma) : json(nullptr)},
+        {"usable", noise.usable()},
+        {"source", !noise.used ? json(nullptr) : json(noise.used->from_prior ? "prior" : "measured")},
+        {"keep_margin", noise.usable() ? json(noise.margin) : json(nullptr)},
+        {"line", describe(noise)}}},
+      {"sigma", noise.used ? json(noise.used->sigma) : json(nullptr)},
   };
 }
 
@@ -139,6 +153,18 @@ std::optional<json> api_experiment(Store& store, int64_t id) {
                       {"val_bpb", or_null(t.val_bpb)},
                       {"status", text_or_null(t.status)}});
   doc["trials"] = trials;
+  // Why it was kept or not: the keep rule's line as `show` prints it, which
+  // rule made it, and the runs of its own commit as mean ± spread (n).
+  const std::string decision = store.decision(id);
+  doc["decision"] = text_or_null(decision);
+  doc["decision_rule"] = text_or_null(decision_rule(decision));
+  std::vector<double> own;
+  for (const auto& t : store.experiment_trials(id))
+    if (t.commit == r->commit && t.status == "ok" && t.val_bpb) own.push_back(*t.val_bpb);
+  const Spread runs = spread_of(own);
+  doc["runs"] = runs.n == 0 ? json(nullptr)
+                            : json{{"mean", runs.mean}, {"spread", runs.spread}, {"n", runs.n},
+                                   {"text", mean_spread(store.experiment_trials(id), *r)}};
   return doc;
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "daemon/run_evidence.h"
 #include "daemon/store.h"
 
 namespace ard {
@@ -22,11 +23,14 @@ struct DashboardView {
   std::string tag;                      ///< the run shown
   std::optional<pid_t> daemon_pid;      ///< the running daemon, if any
   bool allow_actions = false;           ///< whether stop and program edits are offered
+  NoiseSettings noise;                  ///< [noise], to judge σ as the engine does
 };
 
 /// The run at a glance: daemon, best, figures, LLM spend, one lane per GPU
-/// with what runs there and its progress to the expected end, and `sigma`
-/// (the noise figure; null while unknown).
+/// with what runs there and its progress to the expected end, and `noise`:
+/// σ as the keep rule uses it (`sigma`, null while not usable), its df,
+/// whether it is usable, its source ("measured", "prior" or null), the keep
+/// margin in σΔ and the line `status` prints.
 nlohmann::json api_status(Store& store, const DashboardView& view, double now);
 
 /// The tag's experiments with id > since, oldest first, without the large

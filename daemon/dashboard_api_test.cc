@@ -68,6 +68,7 @@ TEST_F(DashboardApiTest, StatusHasBestFiguresAndOneLanePerGpu) {
   EXPECT_EQ(s["figures"]["finished"], 2);
   EXPECT_EQ(s["figures"]["gpus"], 2);
   EXPECT_TRUE(s["sigma"].is_null());
+  EXPECT_FALSE(s["noise"]["usable"]);
   EXPECT_EQ(s["llm"]["calls"], 0);
 
   ASSERT_EQ(s["lanes"].size(), 2u);  // "-" (unplaced) and "1"; GPU 0's experiment is finished
@@ -165,6 +166,55 @@ TEST_F(DashboardApiTest, ReadOnlyStoreReadsAndNeverWrites) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("has schema version 99"));
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "missing.db"));
+}
+
+// The API judges σ as the engine and `status` do: usable once it rests on
+// kMinNoiseDf degrees of freedom (or with a prior), with the same line.
+TEST_F(DashboardApiTest, NoiseSaysWhetherSigmaIsUsableAndAgreesWithStatus) {
+  Database db((dir.path() / "results.db").string());
+  auto noise_run = [&](double v) {
+    db.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, ended_at, "
+            "training_seconds, val_bpb, status) VALUES(" + std::to_string(base) + ", 't', '0', 'noise', '" + kBase +
+            "', 100, 130, 30, " + std::to_string(v) + ", 'ok')");
+  };
+  NoiseRow round;
+  round.created_at = 1000;
+  round.reason = "start";
+  store.add_noise_estimate("t", round);
+  noise_run(1.000);
+  noise_run(1.002);
+  noise_run(0.998);  // df 2: measured, not usable
+  json s = api_status(store, view, 1200.0);
+  EXPECT_TRUE(s["sigma"].is_null());
+  EXPECT_FALSE(s["noise"]["usable"]);
+  EXPECT_EQ(s["noise"]["df"], 2);
+  EXPECT_NEAR(s["noise"]["measured_sigma"].get<double>(), 0.002, 1e-9);
+  EXPECT_THAT(s["noise"]["line"].get<std::string>(), ::testing::HasSubstr("σ not usable yet: 0.002000 on df 2"));
+  EXPECT_THAT(render_status(store, "t", std::nullopt, 1200.0), ::testing::HasSubstr(s["noise"]["line"].get<std::string>()));
+
+  noise_run(1.000);  // df 3: usable, with Student's t margin
+  s = api_status(store, view, 1200.0);
+  EXPECT_TRUE(s["noise"]["usable"]);
+  EXPECT_EQ(s["noise"]["source"], "measured");
+  EXPECT_NEAR(s["sigma"].get<double>(), s["noise"]["measured_sigma"].get<double>(), 1e-12);
+  EXPECT_NEAR(s["noise"]["keep_margin"].get<double>(), 3.31, 0.01);
+  EXPECT_THAT(render_status(store, "t", std::nullopt, 1200.0), ::testing::HasSubstr(s["noise"]["line"].get<std::string>()));
+
+  view.noise.prior_sigma = 0.0015;  // a prior does not override a usable measurement
+  EXPECT_EQ(api_status(store, view, 1200.0)["noise"]["source"], "measured");
+}
+
+TEST_F(DashboardApiTest, AnExperimentCarriesItsDecisionItsRuleAndItsRuns) {
+  store.set_decision(hostile, "discarded: mean 1.250000 (n=1) against the incumbent's 1.000000 (n=1): Δ = -0.250000 "
+                              "< 1.50·σΔ = 0.002121; σΔ = 0.001500·√(1/1+1/1) = 0.002121 (σ from noise.prior_sigma)",
+                     1.25);
+  auto doc = api_experiment(store, hostile);
+  ASSERT_TRUE(doc);
+  EXPECT_EQ((*doc)["decision"], store.decision(hostile));
+  EXPECT_EQ((*doc)["decision_rule"], "σ prior");
+  EXPECT_EQ((*doc)["runs"]["n"], 1);
+  EXPECT_EQ((*doc)["runs"]["text"], "1.250000 ± 0.000000 (1)");
+  EXPECT_TRUE((*api_experiment(store, unplaced))["decision"].is_null());
 }
 
 }  // namespace

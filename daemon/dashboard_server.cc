@@ -193,7 +193,7 @@ struct DashboardServer::State {
   }
 
   DashboardView view() const {
-    return {settings.tag, running_daemon(settings.pid_file), settings.serve.allow_actions};
+    return {settings.tag, running_daemon(settings.pid_file), settings.serve.allow_actions, settings.noise};
   }
 
   Response handle(const Request& req) {
@@ -364,7 +364,9 @@ void DashboardServer::close() {
 
 DashboardSettings dashboard_settings(const Config& config) {
   StateDir state(config.repo);
-  return {config.serve, config.tag, state.db(), state.pid_file()};
+  DashboardSettings s{config.serve, config.tag, state.db(), state.pid_file()};
+  s.noise = {config.noise.prior_sigma, config.noise.z};
+  return s;
 }
 
 }  // namespace ard

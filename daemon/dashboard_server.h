@@ -18,6 +18,7 @@
 #include <string>
 
 #include "daemon/config.h"
+#include "daemon/run_evidence.h"
 
 namespace ard {
 
@@ -44,6 +45,7 @@ struct DashboardSettings {
   std::filesystem::path pid_file;  ///< daemon.pid, to tell whether a daemon runs
   /// Debian's libjs-chart.js; read once at start and served as /chart.js.
   std::filesystem::path chart_js = "/usr/share/javascript/chart.js/chart.min.js";
+  NoiseSettings noise;  ///< [noise]: σ judged as the engine does
 };
 
 /// The settings for the repo's store and its [serve] table.

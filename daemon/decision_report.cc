@@ -16,23 +16,19 @@ std::string format(const char* fmt, auto... args) {
 }
 }  // namespace
 
-std::string render_noise_status(Store& store, const std::string& tag, double now) {
+std::string render_noise_status(Store& store, const std::string& tag, double now, const NoiseSettings& settings) {
   const auto trials = store.trials(tag);
   const auto last = store.last_noise_estimate(tag);
   std::ostringstream os;
   if (last) {
     // σ as the next decision uses it: every repeat so far, not only the round's.
-    const auto sigma = measured_noise(trials, last->calibration > 0 ? 1 : 0);
-    if (sigma)
-      os << format("noise: σ = %.6f (df %d, pooled over repeats of the same commit); differences below 2σ = %.6f are "
-                   "noise", sigma->sigma, sigma->df, 2 * sigma->sigma);
-    else
-      os << "noise: σ not yet known (no commit has two runs)";
+    const NoiseStatus noise = noise_status(trials, last->calibration > 0 ? 1 : 0, settings.prior_sigma, settings.z);
+    os << "noise: " << describe(noise);
     os << format("; last round %.0f min ago (%s)\n", (now - last->created_at) / 60, last->reason.c_str());
     if (last->scales.find(',') != std::string::npos)
       os << "budget scales: " << last->scales << " (calibration " << last->calibration << ")\n";
   } else if (!trials.empty()) {
-    os << "noise: no round yet\n";
+    os << "noise: no round yet; " << describe(noise_status(trials, 0, settings.prior_sigma, settings.z)) << "\n";
   }
   const RunTime t = run_time(trials);
   if (t.total_s > 0) {

@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "daemon/run_evidence.h"
 #include "daemon/store.h"
 
 namespace ard {
 
-/// Lines for `status`: "noise: σ = …", "budget scales: …", "repeats and
+/// Lines for `status`: "noise: σ = … usable …" (noise_status, as the engine
+/// decides with it), "budget scales: …", "repeats and
 /// calibration: …% of GPU time …". Empty before any run.
-std::string render_noise_status(Store& store, const std::string& tag, double now);
+std::string render_noise_status(Store& store, const std::string& tag, double now, const NoiseSettings& noise = {});
 
 /// "0.981200 ± 0.001100 (3)" over the finished runs of the experiment's own
 /// commit; "-" when it has none.

@@ -1154,7 +1154,7 @@ bool Engine::may_train(const Candidate& c, const Worker& w) const {
 }
 
 std::optional<NoiseEstimate> Engine::decision_noise(const std::vector<TrialRow>& trials) const {
-  return noise_for_decisions(measured_noise(trials, rounds_->noise_from()), config_.noise.prior_sigma);
+  return noise_status(trials, rounds_->noise_from(), config_.noise.prior_sigma, config_.noise.z).used;
 }
 
 void Engine::fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,

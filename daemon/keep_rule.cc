@@ -37,8 +37,10 @@ std::string comparison(const Runs& c, const Runs& i, double delta) {
 }
 
 /// "σΔ = 0.001500·√(1/3+1/2) = 0.001369 (σ measured, df 12)"
-std::string sigma_delta_text(const NoiseEstimate& noise, const Runs& c, const Runs& i, double sigma_delta) {
-  std::string source = noise.from_prior ? "σ from noise.prior_sigma" : format("σ measured, df %d", noise.df);
+std::string sigma_delta_text(const NoiseEstimate& noise, const Runs& c, const Runs& i, double sigma_delta, double z) {
+  std::string source = noise.from_prior ? "σ from noise.prior_sigma"
+                                        : format("σ measured, df %d; keep margin t(df %d) = %.2f for z = %.2f",
+                                                 noise.df, noise.df, keep_margin(z, noise), z);
   return format("σΔ = %.6f·√(1/%d+1/%d) = %.6f (%s)", noise.sigma, i.n, c.n, sigma_delta, source.c_str());
 }
 
@@ -95,11 +97,11 @@ KeepDecision decide_keep(const KeepInput& input, const KeepSettings& settings) {
 
   const NoiseEstimate& noise = *input.noise;
   const double sigma_delta = noise.sigma * std::sqrt(1.0 / inc.n + 1.0 / cand.n);
-  const double k = settings.z;
+  const double k = ard::keep_margin(settings.z, noise);  // z, or Student's t for a σ measured on few df
   const double keep_margin = k * sigma_delta;
   const double discard_margin = settings.discard_below * sigma_delta;
   const std::string cmp = comparison(cand, inc, delta);
-  const std::string sd = sigma_delta_text(noise, cand, inc, sigma_delta);
+  const std::string sd = sigma_delta_text(noise, cand, inc, sigma_delta, settings.z);
 
   if (delta > 0 && delta >= keep_margin && delta >= settings.min_improvement)
     return {Verdict::keep, format("kept: %s ≥ %.2f·σΔ = %.6f and ≥ min_improvement %.6f; ", cmp.c_str(), k,

@@ -130,7 +130,7 @@ TEST(KeepRule, SigmaNotYetKnownConfirmsThenFallsBackToStrictlyLower) {
 TEST(KeepRule, MeasuredSigmaSaysItsDegreesOfFreedom) {
   KeepDecision d = decide_keep(input({0.9810}, measured(12)), {});
   EXPECT_EQ(d.verdict, Verdict::keep);
-  EXPECT_THAT(d.reason, HasSubstr("(σ measured, df 12)"));
+  EXPECT_THAT(d.reason, HasSubstr("(σ measured, df 12; keep margin t(df 12) = 2.23 for z = 2.00)"));
 }
 
 TEST(KeepRule, MinImprovementIsAFloor) {

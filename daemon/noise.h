@@ -35,6 +35,21 @@ inline constexpr int kMinNoiseDf = 3;
 std::optional<NoiseEstimate> noise_for_decisions(const std::optional<NoiseEstimate>& measured,
                                                  double prior_sigma, int min_df = kMinNoiseDf);
 
+/// The keep margin, in units of σΔ, of a one-sided test whose error rate is
+/// the one z gives when σ is exact (Φ̄(z): 2.3 % for z = 2), for a σ measured
+/// on noise.df degrees of freedom: Student's t quantile at Φ(z), since Δ/σ̂Δ
+/// follows Student's t with df degrees of freedom when nothing changed. It
+/// falls towards z as σ's df grow (z = 2: 3.31 at df 3, 2.43 at df 7, 2.18
+/// at df 15, 2.06 at df 40), so an early σ̂ that happens to be low does not
+/// keep no-effect changes, and a σ from noise.prior_sigma (taken as exact)
+/// gives z itself. z when df is 0 or above 1000.
+double keep_margin(double z, const NoiseEstimate& noise);
+
+/// Student's t distribution with df > 0 degrees of freedom: its CDF at t, and
+/// the t whose CDF is p (0 < p < 1). Accurate to about 1e-10.
+double student_t_cdf(double t, int df);
+double student_t_quantile(double p, int df);
+
 /// Why a noise round (the incumbent re-run, on every GPU when there are
 /// several) is due now, or `not_due`.
 enum class NoiseDue { not_due, never_measured, every_experiments, too_old };

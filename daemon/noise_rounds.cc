@@ -72,8 +72,8 @@ std::string NoiseRounds::finish(double now) {
 }
 
 bool NoiseRounds::wants_settle_round(const std::optional<NoiseEstimate>& measured) {
-  if (!hold_ || gpus_.size() < 2 || settle_rounds_ >= kMaxSettleRounds) return false;
-  if (measured && measured->df >= kSettleNoiseDf) return false;
+  if (!hold_ || settle_rounds_ >= kMaxSettleRounds) return false;
+  if (measured && measured->df >= settle_noise_df(static_cast<int>(gpus_.size()))) return false;
   ++settle_rounds_;
   return true;
 }

@@ -26,13 +26,20 @@ namespace ard {
 /// count's jitter is not a board's speed, and each change costs a round.
 inline constexpr double kRecalibrateTolerance = 0.002;
 
-/// With several GPUs, no candidate is decided until σ rests on this many
-/// degrees of freedom: a round that held candidates back and left fewer is
-/// followed by another at once (at most kMaxSettleRounds). With df = 3 (one
-/// round of 4 GPUs) σ̂ is off by more than 40 % one time in ten, and a σ too
-/// large early discards the gains whose re-runs would have refined it.
+/// No candidate is decided until σ rests on settle_noise_df(gpus) degrees of
+/// freedom: a round that held candidates back (the start round, a
+/// recalibration) and left fewer is followed by another at once, at most
+/// kMaxSettleRounds times. With several GPUs that is kSettleNoiseDf: with
+/// df = 3 (one round of 4 GPUs) σ̂ is off by more than 40 % one time in ten,
+/// and a σ too large early discards the gains whose re-runs would have
+/// refined it. With one GPU each round is one run, so the target is
+/// kMinNoiseDf: the baseline runs 4 times at start (df 3; 20 minutes at
+/// 300 s a run), and the keep rule's margin (Student's t on σ's df,
+/// noise.h) pays for the rest of σ's roughness until the night's repeats
+/// refine it.
 inline constexpr int kSettleNoiseDf = 7;
 inline constexpr int kMaxSettleRounds = 3;
+inline constexpr int settle_noise_df(int gpus) { return gpus < 2 ? kMinNoiseDf : kSettleNoiseDf; }
 
 class NoiseRounds {
  public:

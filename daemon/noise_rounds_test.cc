@@ -108,7 +108,15 @@ TEST(NoiseRounds, AHoldingRoundIsFollowedByAnotherUntilSigmaRestsOnEnoughDf) {
   one.begin(true, "start");
   one.run_done("0", 1, 3000);
   one.finish(3);
-  EXPECT_FALSE(one.wants_settle_round(std::nullopt));  // one GPU: the best's re-runs measure σ
+  // One GPU: the start round is followed by more runs of the baseline until σ
+  // rests on kMinNoiseDf (each round is one run: df 0, 1, 2, then 3).
+  EXPECT_TRUE(one.wants_settle_round(std::nullopt));
+  EXPECT_TRUE(one.wants_settle_round(NoiseEstimate{0.0015, 1}));
+  EXPECT_FALSE(one.wants_settle_round(NoiseEstimate{0.0015, kMinNoiseDf}));
+  EXPECT_TRUE(one.wants_settle_round(NoiseEstimate{0.0015, 2}));
+  EXPECT_FALSE(one.wants_settle_round(NoiseEstimate{0.0015, 2}));  // at most kMaxSettleRounds
+  EXPECT_EQ(settle_noise_df(1), kMinNoiseDf);
+  EXPECT_EQ(settle_noise_df(4), kSettleNoiseDf);
 }
 
 }  // namespace

@@ -76,5 +76,32 @@ TEST(Noise, RoundDue) {
   EXPECT_EQ(describe(NoiseDue::not_due, 0, 0), "");
 }
 
+TEST(Noise, StudentTAgainstTableValues) {
+  // Two-sided 95 % and one-sided 95 %/99 % points from any t table.
+  EXPECT_NEAR(student_t_quantile(0.975, 3), 3.182446, 1e-5);
+  EXPECT_NEAR(student_t_quantile(0.975, 10), 2.228139, 1e-5);
+  EXPECT_NEAR(student_t_quantile(0.95, 1), 6.313752, 1e-5);
+  EXPECT_NEAR(student_t_quantile(0.99, 30), 2.457262, 1e-5);
+  EXPECT_NEAR(student_t_quantile(0.025, 3), -3.182446, 1e-5);
+  EXPECT_NEAR(student_t_cdf(2.228139, 10), 0.975, 1e-6);
+  EXPECT_NEAR(student_t_cdf(0, 4), 0.5, 1e-12);
+}
+
+TEST(Noise, TheKeepMarginFallsTowardsZAsSigmasDfGrow) {
+  const double z = 2;
+  double last = 1e9;
+  for (int df : {1, 2, 3, 5, 7, 15, 40, 200}) {
+    const double m = keep_margin(z, NoiseEstimate{0.0015, df, false});
+    EXPECT_GT(m, z) << "df " << df;
+    EXPECT_LT(m, last) << "df " << df;
+    last = m;
+  }
+  EXPECT_NEAR(keep_margin(z, NoiseEstimate{0.0015, 3, false}), 3.31, 0.01);
+  EXPECT_NEAR(keep_margin(z, NoiseEstimate{0.0015, 200, false}), 2.02, 0.01);
+  // The tail probability is the one z has with σ exact: Φ̄(2) = 2.275 %.
+  EXPECT_NEAR(1 - student_t_cdf(keep_margin(z, NoiseEstimate{1, 7, false}), 7), 0.02275, 1e-5);
+  EXPECT_EQ(keep_margin(z, NoiseEstimate{0.0015, 0, true}), z);  // a prior is taken as exact
+}
+
 }  // namespace
 }  // namespace ard

@@ -25,9 +25,12 @@ std::string signed_fixed(double v, int digits) {
   return buf;
 }
 
+/// Pads to width columns, counting UTF-8 characters (σ, ±), not bytes.
 std::string pad(const std::string& s, size_t width, bool right = false) {
-  if (s.size() >= width) return s;
-  std::string fill(width - s.size(), ' ');
+  size_t columns = 0;
+  for (unsigned char c : s) columns += (c & 0xC0) != 0x80;
+  if (columns >= width) return s;
+  std::string fill(width - columns, ' ');
   return right ? fill + s : s + fill;
 }
 
@@ -142,7 +145,12 @@ StatusFigures status_figures(Store& store, const std::string& tag, const std::ve
   return f;
 }
 
-std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now) {
+namespace {
+std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+}  // namespace
+
+std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
+                          const NoiseSettings& noise) {
   std::ostringstream os;
   auto rows = store.experiments(tag);
   auto session = store.last_session();
@@ -160,7 +168,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   const std::vector<TrialRow> trials = store.trials(tag);
   os << pad("id", 4, true) << "  " << pad("commit", 7) << "  " << pad("val_bpb", 9, true) << "  "
      << pad("delta", 9, true) << "  " << pad("status", 14) << "  " << pad("duration", 8, true) << "  "
-     << pad("mean ± spread (n)", 26) << "  description\n";
+     << pad("mean ± spread (n)", 26) << "  " << pad("decided by", 17) << "  description\n";
   std::optional<double> best;
   const ExperimentRow* best_row = nullptr;
   for (const auto& r : rows) {
@@ -169,7 +177,8 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     double end = r.ended_at ? *r.ended_at : now;
     os << pad(std::to_string(r.id), 4, true) << "  " << pad(r.commit.empty() ? "-" : r.commit.substr(0, 7), 7)
        << "  " << pad(val, 9, true) << "  " << pad(delta, 9, true) << "  " << pad(r.state, 14) << "  "
-       << pad(format_duration(end - r.started_at), 8, true) << "  " << pad(mean_spread(trials, r), 26) << "  " << clean(display_description(r)) << "\n";
+       << pad(format_duration(end - r.started_at), 8, true) << "  " << pad(mean_spread(trials, r), 26) << "  "
+       << pad(or_dash(decision_rule(store.decision(r.id))), 17) << "  " << clean(display_description(r)) << "\n";
     if (r.state == status::kKept && r.val_bpb) {
       best = r.val_bpb;
       best_row = &r;
@@ -197,7 +206,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     os << "; GPU busy share: " << fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
        << (f.gpus == 1 ? "" : "s");
   os << "\n";
-  os << render_noise_status(store, tag, now);
+  os << render_noise_status(store, tag, now, noise);
   os << llm_status_line(f.llm);
   if (daemon_pid && session && !session->paused.empty()) os << session->paused << "\n";
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/run_evidence.h"
 #include "daemon/store.h"
 
 namespace ard {
@@ -30,7 +31,9 @@ StatusFigures status_figures(Store& store, const std::string& tag, const std::ve
 
 /// The history table, the best result, throughput, LLM usage and what runs now.
 /// daemon_pid: the running daemon, or nullopt when none runs.
-std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now);
+/// noise: what the screens need of [noise] to judge σ as the engine does.
+std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
+                          const NoiseSettings& noise = {});
 
 /// One experiment in full; nullopt when there is no such id. When the row has
 /// no log tail (the daemon died before storing it), the tail comes from the

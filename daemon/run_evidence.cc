@@ -45,6 +45,49 @@ std::optional<NoiseEstimate> measured_noise(const std::vector<TrialRow>& trials,
   return pooled_noise(values);
 }
 
+NoiseStatus noise_status(const std::vector<TrialRow>& trials, int64_t min_calibration, double prior_sigma, double z) {
+  NoiseStatus s;
+  s.measured = measured_noise(trials, min_calibration);
+  s.used = noise_for_decisions(s.measured, prior_sigma);
+  if (s.used) s.margin = keep_margin(z, *s.used);
+  return s;
+}
+
+std::string describe(const NoiseStatus& noise) {
+  char text[320];
+  if (noise.used && !noise.used->from_prior) {
+    std::snprintf(text, sizeof text, "σ = %.6f (measured, df %d): usable; kept at Δ ≥ %.2f·σΔ", noise.used->sigma,
+                  noise.used->df, noise.margin);
+  } else if (noise.used) {
+    char so_far[96] = "";
+    if (noise.measured)
+      std::snprintf(so_far, sizeof so_far, " (measured so far: %.6f on df %d)", noise.measured->sigma,
+                    noise.measured->df);
+    std::snprintf(text, sizeof text, "σ = %.6f from noise.prior_sigma%s: usable; kept at Δ ≥ %.2f·σΔ",
+                  noise.used->sigma, so_far, noise.margin);
+  } else if (noise.measured) {
+    std::snprintf(text, sizeof text,
+                  "σ not usable yet: %.6f on df %d (decisions need df %d or noise.prior_sigma); candidates are "
+                  "confirmed, then strictly lower decides",
+                  noise.measured->sigma, noise.measured->df, kMinNoiseDf);
+  } else {
+    std::snprintf(text, sizeof text,
+                  "σ not usable yet: no commit has two runs; candidates are confirmed, then strictly lower decides");
+  }
+  return text;
+}
+
+std::string decision_rule(const std::string& reason) {
+  auto has = [&](const char* s) { return reason.find(s) != std::string::npos; };
+  if (reason.rfind("kept: the baseline", 0) == 0) return "baseline";
+  if (has("equal but simpler")) return "equal but simpler";
+  if (has("on the older best")) return "stale screen";
+  if (has("σ not yet known")) return has("strictly lower") ? "strictly lower" : "σ unknown";
+  if (has("σ from noise.prior_sigma")) return "σ prior";
+  if (has("σ measured")) return "σ measured";
+  return "";
+}
+
 DiffLines count_diff_lines(const std::string& diff) {
   DiffLines d;
   std::istringstream in(diff);

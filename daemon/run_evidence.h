@@ -41,6 +41,35 @@ std::vector<std::string> gpus_of(const std::vector<TrialRow>& trials, const std:
 /// which would pass for noise).
 std::optional<NoiseEstimate> measured_noise(const std::vector<TrialRow>& trials, int64_t min_calibration);
 
+/// σ as the keep rule sees it now, for status, show, the API and the engine
+/// alike: the measured estimate (measured_noise), the σ decisions use
+/// (noise_for_decisions: the measured one on kMinNoiseDf or more, else
+/// `noise.prior_sigma`; nullopt: not usable, so candidates are confirmed and
+/// then "strictly lower" decides), and the keep margin in σΔ (keep_margin).
+/// What the screens need of `[noise]` to judge σ as the engine does.
+struct NoiseSettings {
+  double prior_sigma = 0;  ///< noise.prior_sigma
+  double z = 2;            ///< noise.z
+};
+
+struct NoiseStatus {
+  std::optional<NoiseEstimate> measured;
+  std::optional<NoiseEstimate> used;
+  double margin = 0;  ///< 0 when used is nullopt
+  bool usable() const { return used.has_value(); }
+};
+NoiseStatus noise_status(const std::vector<TrialRow>& trials, int64_t min_calibration, double prior_sigma, double z);
+
+/// One line: "σ = 0.001500 (measured, df 12): usable; kept at Δ ≥ 2.27·σΔ"
+/// or why σ is not usable yet and what decides meanwhile.
+std::string describe(const NoiseStatus& noise);
+
+/// Which rule made a decision, from the reason line the keep rule wrote:
+/// "baseline", "σ measured", "σ prior", "strictly lower" (σ not usable),
+/// "equal but simpler", "stale screen" (measured on an older best), or ""
+/// (no decision yet, or a failure).
+std::string decision_rule(const std::string& reason);
+
 /// Lines a unified diff adds and removes (file headers not counted).
 struct DiffLines {
   int added = 0;

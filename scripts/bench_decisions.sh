@@ -20,8 +20,15 @@
 # hundredths only, so use several nights (NIGHTS=4) to pin it down. SIM=1 adds
 # the policy simulation (decision_sim, 200 nights) as a cross-check.
 #
+# Then the common case: one GPU (one fake board at 1.00 x speed), b > 0, the
+# same mix, GPU1_NIGHTS nights (default 3) of GPU1_COUNT candidates (default
+# 120), the keep rule as a user gets it (confirmations and noise rounds on),
+# and a third RESULT line (board bias has no meaning on one board):
+#   RESULT gpus=1 b=... null_keep_rate=... true_keep_rate=... repeat_share=...
+# ONLY_GPUS=1 runs only those nights; ONLY_GPUS=4 only the 4-board ones.
+#
 #   scripts/bench_decisions.sh [BUILD_DIR]     (default: build)
-#   env: NIGHTS (1), COUNT (300), SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night), SEED (1), OLD_RULE (1), SIM (0),
+#   env: NIGHTS (1), COUNT (300), GPU1_NIGHTS (3), GPU1_COUNT (120), ONLY_GPUS, SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night), SEED (1), OLD_RULE (1), SIM (0),
 #        KEEP_WORK (set: keep the nights' repos and results.db for a look)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,15 +50,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# run_night LABEL B A RULE SEED: one night; prints its figures line.
+# run_night LABEL B A RULE SEED [GPUS [COUNT]]: one night; prints its figures line.
 run_night() {
-  local label=$1 b=$2 a=$3 rule=$4 seed=$5
+  local label=$1 b=$2 a=$3 rule=$4 seed=$5 gpus=${6:-4} count=${7:-$count}
   local dir=$work/$label$b-$seed repo
   repo=$dir/research
   mkdir -p "$dir"
   "$sim" --b "$b" --a "$a" --nights 1 --count "$count" --seed "$seed" --candidates-out "$dir/candidates.tsv" >/dev/null
   python3 scripts/bench_night.py setup "$repo" "$dir/candidates.tsv" --a="$a" --b="$b" --fake "$fake" \
-    --rule "$rule" --seconds "$per_run" --seed "$seed"
+    --rule "$rule" --seconds "$per_run" --seed "$seed" --gpus "$gpus"
   (cd "$repo" && git init -q && git add -A && git -c user.name=bench -c user.email=bench@localhost commit -qm base)
   (cd "$repo" && exec "$daemon" start) >"$dir/daemon.out" 2>&1 &
   pid=$!
@@ -78,6 +85,7 @@ run_night() {
 
 out=$work/figures
 for sign in + -; do
+  [ "${ONLY_GPUS:-4}" = 4 ] || break
   if [ "$sign" = + ]; then b=1.15e-4; a=0.642; else b=-1.15e-4; a=1.33; fi
   [ "${ONLY_B:-$sign}" = "$sign" ] || continue
   if [ "${OLD_RULE:-1}" = 1 ]; then run_night old_rule "$b" "$a" old "$seed0" | tee -a "$out"; fi
@@ -86,14 +94,23 @@ for sign in + -; do
   if [ "${SIM:-0}" = 1 ]; then "$sim" --b "$b" --a "$a" --nights 200 | grep -E '^(old_rule|policy) ' | sed 's/^/simulated /'; fi
 done
 
-# One RESULT line per sign of b: the keep rule's nights pooled (counts summed).
+if [ "${ONLY_GPUS:-1}" = 1 ]; then
+  for ((n = 0; n < ${GPU1_NIGHTS:-3}; n++)); do
+    run_night keep_rule_1gpu 1.15e-4 0.642 new $((seed0 + n)) 1 "${GPU1_COUNT:-120}" | tee -a "$out"
+  done
+fi
+
+# One RESULT line per sign of b: the keep rule's nights pooled (counts summed);
+# then one for one GPU.
 python3 - "$out" <<'PY'
 import re, sys
 acc = {}
 for line in open(sys.argv[1]):
-    if not line.startswith("keep_rule "):
+    if not line.startswith(("keep_rule ", "keep_rule_1gpu ")):
         continue
     b = re.search(r" b=(\S+)", line).group(1)
+    if line.startswith("keep_rule_1gpu "):
+        b = "gpus=1 " + b
     a = acc.setdefault(b, {"null": [0, 0], "gain": [0, 0], "board": {}, "share": []})
     for kind in ("null", "gain"):
         k, n = map(int, re.search(kind + r"=(\d+)/(\d+)", line).groups())
@@ -102,8 +119,16 @@ for line in open(sys.argv[1]):
         t = a["board"].setdefault(g, [0, 0]); t[0] += int(k); t[1] += int(n)
     a["share"].append(float(re.search(r"repeat_share=(\S+)", line).group(1)))
 rate = lambda t: t[0] / t[1] if t[1] else 0.0
-for b, a in acc.items():
+for b, a in sorted(acc.items(), key=lambda kv: kv[0].startswith("gpus=1")):
+    share = sum(a["share"]) / len(a["share"])
+    nights = f"  ({len(a['share'])} nights, {a['null'][1]} no-effect and {a['gain'][1]} gain candidates)"
+    if b.startswith("gpus=1 "):
+        print(nights.strip())
+        print(f"RESULT gpus=1 b={b.split()[1]} null_keep_rate={rate(a['null']):.4f} "
+              f"true_keep_rate={rate(a['gain']):.4f} repeat_share={share:.4f}")
+        continue
     bias = abs(rate(a["board"].get("3", [0, 0])) - rate(a["board"].get("0", [0, 0])))
+    print(nights.strip())
     print(f"RESULT b={b} null_keep_rate={rate(a['null']):.4f} true_keep_rate={rate(a['gain']):.4f} "
-          f"board_bias={bias:.4f} repeat_share={sum(a['share']) / len(a['share']):.4f}")
+          f"board_bias={bias:.4f} repeat_share={share:.4f}")
 PY

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """One night of the decision benchmark through the real daemon (bench_decisions.sh).
 
-  bench_night.py setup REPO CANDIDATES.tsv --a A --b B --fake FAKE_TRAINER --rule new|old [--seconds S]
+  bench_night.py setup REPO CANDIDATES.tsv --a A --b B --fake FAKE_TRAINER --rule new|old [--seconds S] [--gpus 1|4]
       writes a research repo: trainer/train.cu in the fake trainer's simulation
       mode with one `effect 0 slotN` line per candidate (three lines apart, so
       edits to different slots re-apply onto each other), script.json (the
       scripted proposer: candidate N replaces its slot's line with its true
       effect over the best of the moment) and autoresearch.toml: 4 fake GPUs
-      at 0.95, 0.98, 1.00 and 1.03 x speed, the budget scale passed on.
+      at 0.95, 0.98, 1.00 and 1.03 x speed, the budget scale passed on
+      (--gpus 1: one fake GPU at 1.00 x speed, the common case).
       --rule old: no noise rounds, no confirmations, no calibration: strictly
       lower than the best decides (the rule before the keep rule).
   bench_night.py figures RESULTS_DB LABEL
@@ -34,7 +35,10 @@ def setup(argv):
     ap.add_argument("--rule", choices=["new", "old"], required=True)
     ap.add_argument("--seconds", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--gpus", type=int, choices=[1, 4], default=4)
     o = ap.parse_args(argv)
+    speeds = SPEEDS if o.gpus == 4 else "1.00"
+    gpus = ", ".join(f'"{g}"' for g in range(o.gpus))
     effects = []
     for line in Path(o.candidates).read_text().splitlines():
         if line.startswith("#") or not line.strip():
@@ -62,14 +66,14 @@ def setup(argv):
 budget_s = 300
 startup_s = 5
 retry_wait_s = 0.5
-gpus = ["0", "1", "2", "3"]
+gpus = [{gpus}]
 lookahead = 1
 [build]
 command = "{o.fake} build trainer/train.cu"
 timeout_s = 60
 [[stage]]
 name = "train"
-command = "FAKE_GPU_SPEEDS={SPEEDS} {o.fake} run trainer/train.cu --budget 300 --budget-scale {{budget_scale}}"
+command = "FAKE_GPU_SPEEDS={speeds} {o.fake} run trainer/train.cu --budget 300 --budget-scale {{budget_scale}}"
 timeout_s = 120
 [data]
 enabled = false

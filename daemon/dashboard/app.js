@@ -86,7 +86,10 @@ function renderFigures(s) {
     figure('GPU busy share', f.gpu_busy_share === null ? '-' : fixed(100 * f.gpu_busy_share, 1) + '% of ' + f.gpus),
     figure('training share', fixed(100 * f.training_share, 1) + '%'),
     figure('LLM spend', '$' + fixed(s.llm.cost_usd, 4) + ' (' + s.llm.calls + ' calls)'),
+    figure('noise σ', s.noise.usable ? fixed(s.noise.sigma, 6) + ' (' + (s.noise.source === 'prior'
+      ? 'prior' : 'df ' + s.noise.df) + ')' : 'not usable yet'),
   );
+  $('#noise').textContent = 'noise: ' + s.noise.line;
   $('#actions').hidden = !(s.allow_actions && s.daemon.running);
 }
 
@@ -233,6 +236,7 @@ async function refreshExperiment(id) {
     ['commit', x.commit || '-'], ['parent', x.parent_commit], ['gpu', x.gpu === null ? '-' : x.gpu],
     ['proposer', x.proposer], ['program.md', x.program_hash || '-'], ['started', clock(x.started_at)],
     ['duration', x.ended_at ? duration(x.ended_at - x.started_at) : 'running'], ['error', x.error || '-'],
+    ['decision', x.decision || '-'], ['rule', x.decision_rule || '-'], ['runs', x.runs ? x.runs.text : '-'],
     ['summary', x.summary === null ? '-' : JSON.stringify(x.summary)],
   ];
   if (x.fix_of !== null) fields.push(['fixes', '#' + x.fix_of]);

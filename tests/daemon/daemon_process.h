@@ -77,6 +77,13 @@ inline nlohmann::json edit(const std::string& description, const std::string& tr
   return {{"description", description}, {"writes", {{{"path", "trainer/train.cu"}, {"content", train_cu}}}}};
 }
 
+/// One find/replace edit of trainer/train.cu (the scripted proposer's `edits`
+/// form): applied to the best of the moment, so edits to other lines add up.
+inline nlohmann::json edit_find(const std::string& description, const std::string& find, const std::string& replace) {
+  return {{"description", description},
+          {"edits", {{{"path", "trainer/train.cu"}, {"find", find}, {"replace", replace}}}}};
+}
+
 /// Waits until pred holds for the tag's trials.
 inline std::vector<TrialRow> wait_for_trials(const std::filesystem::path& repo, const std::string& tag,
                                              const std::function<bool(const std::vector<TrialRow>&)>& pred,

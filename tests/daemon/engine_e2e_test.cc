@@ -33,6 +33,7 @@ using testing::shell;
 using testing::write_file;
 using llm::testing::whole_file_answer;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kDaemon = AUTORESEARCHD;
 const std::string kFake = FAKE_TRAINER;
@@ -443,6 +444,56 @@ TEST_F(EngineE2E, TheStartRoundRunsTheBestOnEveryGpuAndCalibratesTheBoards) {
   EXPECT_THAT(status, HasSubstr("σ = "));
   EXPECT_THAT(status, HasSubstr("budget scales"));
   EXPECT_THAT(status, HasSubstr("repeats and calibration"));
+}
+
+TEST_F(EngineE2E, OnOneGpuTheStartMakesSigmaUsableAndClearCandidatesTakeOneRun) {
+  // The configuration most users run: one GPU, confirmations and noise rounds
+  // on (the defaults). The fake trainer simulates val_bpb with σ = 0.0015.
+  // The start round runs the baseline until σ rests on df 3 (4 runs), so the
+  // first candidate is decided by the keep rule on a measured σ, never by
+  // "strictly lower": a gain of 0.02 (≫ σ) is kept on its first run and then
+  // re-run to 3 runs as the new best; a loss of 0.02 is discarded on its first run.
+  write_file(repo / "trainer/train.cu", "effect 0 a\n#\n#\neffect 0 b\nseconds 0.05\n");
+  git("commit -qam sim");
+  write_file(repo / "script.json",
+             nlohmann::json::array({edit("gain", "effect 0.02 a\n#\n#\neffect 0 b\nseconds 0.05\n"),
+                                    testing::edit_find("loss", "effect 0 b\n", "effect -0.02 b\n")})
+                 .dump());
+  write_config("[0]", 0, scripted(), 30, "",
+               kFake + std::string(" run trainer/train.cu --budget 300 --budget-scale {budget_scale}"));
+  pid_t pid = spawn_daemon("daemon.out");
+  auto rows = wait_for([](const auto& r) { return r.size() >= 3 && is_final_state(r[2].state); }, 90);
+  const std::string status = daemon("status").out;
+  stop_daemon(pid);
+  ASSERT_GE(rows.size(), 3u) << read_file(repo / ".autoresearchd/daemon.log");
+  const auto trials = Store(db_path().string()).trials("e2e");
+  // The baseline's runs: the start round and its settle rounds, all before any candidate ran.
+  std::vector<std::string> before_first_candidate;
+  for (const auto& t : trials) {
+    if (t.purpose == "candidate") break;
+    before_first_candidate.push_back(t.purpose);
+    EXPECT_EQ(t.commit, rows[0].commit);
+  }
+  EXPECT_EQ(before_first_candidate, (std::vector<std::string>{"baseline", "noise", "noise", "noise"}));
+
+  EXPECT_EQ(rows[1].description, "gain");
+  EXPECT_EQ(rows[1].state, "kept") << rows[1].error;
+  const std::string gain = Store(db_path().string()).decision(rows[1].id);
+  EXPECT_THAT(gain, HasSubstr("(n=1)"));
+  EXPECT_THAT(gain, HasSubstr("σ measured, df 3; keep margin t(df 3) = 3.31"));
+  std::vector<std::string> gain_runs;
+  for (const auto& t : trials)
+    if (t.commit == rows[1].commit) gain_runs.push_back(t.purpose);
+  EXPECT_EQ(gain_runs, (std::vector<std::string>{"candidate", "incumbent", "incumbent"}));
+
+  EXPECT_EQ(rows[2].description, "loss");
+  EXPECT_EQ(rows[2].state, "discarded");
+  EXPECT_THAT(rows[2].error, HasSubstr("(n=1)"));
+  EXPECT_THAT(rows[2].error, HasSubstr("< 1.50·σΔ"));
+  for (const auto& r : rows) EXPECT_THAT(Store(db_path().string()).decision(r.id), Not(HasSubstr("σ not yet known")));
+  EXPECT_THAT(status, HasSubstr("(measured, df "));
+  EXPECT_THAT(status, HasSubstr("): usable; kept at Δ ≥ "));
+  EXPECT_THAT(status, HasSubstr("σ measured"));  // the rule column
 }
 
 }  // namespace
