@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -66,6 +67,33 @@ std::vector<fs::path> git_metadata(const fs::path& worktree) {
   return out;
 }
 
+/// The existing paths under /tmp that the command names (argv words, and the
+/// words of a shell command line in them), which the tmpfs on /tmp would hide:
+/// a tool or a repo in /tmp (a clone there, a test's temporary directory) is
+/// bound back read-only so the command finds what it names.
+std::vector<fs::path> named_tmp_paths(const std::vector<std::string>& argv) {
+  std::vector<fs::path> out;
+  for (const auto& arg : argv) {
+    std::string word;
+    auto flush = [&] {
+      if (word.rfind("/tmp/", 0) == 0) {
+        std::error_code ec;
+        fs::path p = fs::weakly_canonical(word, ec);
+        if (!ec && p.string().rfind("/tmp/", 0) == 0 && fs::exists(p, ec) &&
+            std::find(out.begin(), out.end(), p) == out.end())
+          out.push_back(p);
+      }
+      word.clear();
+    };
+    for (char c : arg) {
+      if (std::isspace(static_cast<unsigned char>(c)) || std::strchr("'\"`;&|()<>=:,", c)) flush();
+      else word += c;
+    }
+    flush();
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string& bwrap) {
@@ -86,6 +114,15 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
 
   for (const auto& w : writable) mounts.push_back({"--bind", w});
   for (const auto& r : read_only) mounts.push_back({"--ro-bind", r});
+  // What the command names under /tmp, unless a writable dir already holds it.
+  for (const auto& p : named_tmp_paths(spec.argv)) {
+    bool inside = false;
+    for (const auto& w : writable) {
+      auto rel = p.lexically_relative(w);
+      inside = inside || (!rel.empty() && *rel.begin() != "..");
+    }
+    if (!inside) mounts.push_back({"--ro-bind", p});
+  }
   // Deeper paths are mounted later, so they win over their parents; at equal depth
   // the order above holds (read-only after writable, so a path in both is read-only).
   std::stable_sort(mounts.begin(), mounts.end(), [](const Mount& a, const Mount& b) { return a.depth() < b.depth(); });

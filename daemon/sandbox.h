@@ -4,8 +4,10 @@
 //
 // Inside: its own PID, IPC and UTS namespaces (and network unless allowed), a
 // fresh /proc that shows only the sandbox's processes, a minimal /dev with the
-// GPU's /dev/nvidia* devices, a tmpfs /tmp, the whole filesystem read-only, and
-// only the listed directories writable. Every capability is dropped, so a child
+// GPU's /dev/nvidia* devices, a tmpfs /tmp (with the paths under /tmp that the
+// command names bound back read-only, so a clone or a tool in /tmp still
+// runs), the whole filesystem read-only, and only the listed directories
+// writable. Every capability is dropped, so a child
 // run as root cannot remount anything writable. When the sandbox's first process
 // exits or is killed, the kernel kills every process left in its PID namespace,
 // setsid or not; --die-with-parent does the same when the runner dies.

@@ -347,5 +347,30 @@ TEST(SandboxFiles, WritableDirsOnlyAndTheRepoGitUntouchable) {
   EXPECT_EQ(unboxed.out, "fsmonitor-set\n");
 }
 
+// A clone or a tool under /tmp: the tmpfs on /tmp would hide it, so the paths
+// the command names there are bound back read-only; what it does not name
+// stays hidden, and what is bound cannot be written.
+TEST(SandboxFiles, AToolUnderTmpThatTheCommandNamesRunsReadOnly) {
+  REQUIRE_BWRAP();
+  RepoWithWorktree r;
+  testing::TempDir tools;
+  ASSERT_EQ(tools.path().string().rfind("/tmp/", 0), 0u) << "the test needs its temporary directory under /tmp";
+  const fs::path tool = tools / "bin/fake-tool";
+  testing::write_file(tool, "#!/bin/sh\necho tool ran with $1\n");
+  fs::permissions(tool, fs::perms::owner_all);
+  testing::write_file(tools / "unnamed.txt", "secret\n");
+  // The glob names no existing path, so unnamed.txt is not bound back.
+  const std::string command = sh_quote(tool.string()) + " x; cat " + tools.path().parent_path().string() +
+                              "/ardtest-*/unnamed.txt 2>/dev/null || echo unnamed hidden; { echo y > " +
+                              sh_quote(tool.string()) + "; } 2>/dev/null || echo tool read-only";
+  auto argv = sandbox_argv(r.spec({"sh", "-c", command}));
+  EXPECT_GE(index_of(argv, {"--ro-bind", tool.string(), tool.string()}), 0);
+  auto boxed = run(argv);
+  EXPECT_EQ(boxed.out, "tool ran with x\nunnamed hidden\ntool read-only\n");
+  // Inside the worktree (already writable) nothing more is bound.
+  auto in_tree = sandbox_argv(r.spec({"sh", "-c", (r.worktree / "trainer/train.cu").string()}));
+  EXPECT_LT(index_of(in_tree, {"--ro-bind", (r.worktree / "trainer/train.cu").string()}), 0);
+}
+
 }  // namespace
 }  // namespace ard

@@ -3,6 +3,8 @@
 # corpus with budget_s = 60 for RUN_S seconds (default 420: 7 minutes), then stops it and leaves
 # in OUTDIR what happened and where the time went.
 #   scripts/device_e2e.sh OUTDIR           (the device tool: scripts/device_e2e.sh $OUT)
+#   NOISE_ONLY=1 scripts/device_e2e.sh OUTDIR   the trainer's noise instead: no candidate, the
+#                                          daemon's noise rounds back to back for RUN_S seconds
 # Runs there in under 10 minutes: Ubuntu 24.04, CUDA 13, CMake and ninja, python3, git; no
 # network, no apt. Expects, carried (git-ignored; scripts/device_pack.sh makes them here):
 #   .device/ard.tar.xz (or the folder .device/ard/): the daemon built on Debian 12 with its
@@ -106,18 +108,6 @@ fi
   git -c user.name=e2e -c user.email=e2e@localhost commit -qm "e2e: the tree under test") || die "cannot make the research repo"
 git -C "$REPO" log --oneline | tee -a "$OUT/e2e.log"
 
-# 3. The replay LLM server.
-section "replay LLM server"
-python3 scripts/e2e_replay.py "$REPO/trainer/train.cu" > "$EXTRA/replay.json" || die "cannot write the replay"
-REPLIES=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$EXTRA/replay.json")
-python3 tests/llm/fake_llm_server.py --script "$EXTRA/replay.json" --log "$EXTRA/llm_requests.jsonl" \
-  > "$WORK/server.out" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -q "^port " "$WORK/server.out" && break; sleep 0.1; done
-PORT=$(sed -n 's/^port //p' "$WORK/server.out")
-[ -n "$PORT" ] || die "the replay server did not start: $(cat "$WORK/server.out")"
-echo "port $PORT, $REPLIES replies" | tee -a "$OUT/e2e.log"
-
 # The daemon's configuration: every command stamped for e2e_summary.py.
 write_config() {  # write_config FILE PROPOSER_TABLES
   cat > "$1" <<EOF
@@ -149,6 +139,55 @@ $SANDBOX_TABLE
 $2
 EOF
 }
+
+if [ "${NOISE_ONLY:-0}" = 1 ]; then
+  # The trainer's noise, by the daemon's own noise rounds: no candidate (an empty script),
+  # and a round due as soon as the last one ends (noise.max_age_s = 1), so the unmodified
+  # trainer runs again and again on this one board for RUN_S seconds; σ and its df are the
+  # daemon's (noise_estimates), every run's val_bpb is in the export and the database.
+  section "noise only: the baseline again and again"
+  echo "[]" > "$EXTRA/empty.json"
+  write_config "$EXTRA/noise.toml" "[proposer]
+kind = \"scripted\"
+script = \"$EXTRA/empty.json\"
+
+[noise]
+max_age_s = 1"
+  DAEMON_CFG=$EXTRA/noise.toml
+  DEADLINE=$((SECONDS + RUN_S))
+  "$ARD" start --repo "$REPO" --config "$DAEMON_CFG" --detach 2>&1 | tee -a "$OUT/e2e.log"
+  sleep $(( DEADLINE - SECONDS > 0 ? DEADLINE - SECONDS : 0 ))
+  section "stop"
+  "$ARD" stop --repo "$REPO" --config "$DAEMON_CFG" --timeout 60 2>&1 | tee -a "$OUT/e2e.log"
+  DAEMON_CFG=""
+  "$ARD" status --repo "$REPO" --config "$EXTRA/noise.toml" > "$OUT/status.txt" 2>&1
+  cat "$OUT/status.txt" >> "$OUT/e2e.log"
+  python3 - "$STATE/results.db" <<'PY' | tee -a "$OUT/e2e.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+runs = db.execute("SELECT purpose, val_bpb, num_steps, training_seconds FROM trials WHERE status='ok' ORDER BY id").fetchall()
+for r in runs:
+    print("run", *r)
+est = db.execute("SELECT sigma, df, reason FROM noise_estimates ORDER BY id DESC LIMIT 1").fetchone()
+print("RESULT runs=%d sigma=%s df=%s" % (len(runs), est[0] if est else None, est[1] if est else None))
+PY
+  cp "$STATE/daemon.log" "$OUT/daemon.log"
+  section "done in $((SECONDS - START)) s"
+  exit 0
+fi
+
+# 3. The replay LLM server.
+section "replay LLM server"
+python3 scripts/e2e_replay.py "$REPO/trainer/train.cu" > "$EXTRA/replay.json" || die "cannot write the replay"
+REPLIES=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$EXTRA/replay.json")
+python3 tests/llm/fake_llm_server.py --script "$EXTRA/replay.json" --log "$EXTRA/llm_requests.jsonl" \
+  > "$WORK/server.out" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do grep -q "^port " "$WORK/server.out" && break; sleep 0.1; done
+PORT=$(sed -n 's/^port //p' "$WORK/server.out")
+[ -n "$PORT" ] || die "the replay server did not start: $(cat "$WORK/server.out")"
+echo "port $PORT, $REPLIES replies" | tee -a "$OUT/e2e.log"
+
 write_config "$EXTRA/llm.toml" "[llm]
 provider = \"openai\"
 model = \"replay\"
