@@ -31,17 +31,26 @@ std::string job_script(const JobScriptSpec& spec) {
     // may not have made its session yet), before the script exits, so nothing
     // of a stage that ignores TERM outlives the job, whatever Slurm's
     // proctrack. `starting` and `prev` cover a TERM that lands between the
-    // fork of a stage and `stage_pid=$!`. The script waits (at most 5 s) until
-    // no live process is left in the session, then writes "signalled <node>"
-    // to the exit file: the daemon's sign that the job left nothing behind.
-    << "stage_pid= starting= prev=\n"
+    // fork of a stage and `stage_pid=$!`. A stage's session is killed when
+    // its first process ends too (as a sandboxed local stage's is), and
+    // `last` keeps the session of the stage that just ended, so a TERM that
+    // lands while the script moves on from it still waits for it: the shell
+    // may run the trap only after `wait` has returned (the same TERM ended
+    // the stage's shell while a process of it that ignores TERM lives on).
+    // The trap waits (at most 5 s) until no live process is left in the
+    // session, then writes "signalled <node>" to the exit file: the daemon's
+    // sign that the job left nothing behind.
+    << "stage_pid= starting= prev= last=\n"
     << "stop_stage() {\n"
     << "  p=$stage_pid\n"
     << "  if [ -z \"$p\" ] && [ -n \"$starting\" ] && [ \"$!\" != \"$prev\" ]; then p=$!; fi\n"
-    << "  if [ -n \"$p\" ]; then\n"
-    << "    kill -9 \"-$p\" \"$p\" 2>/dev/null; wait \"$p\" 2>/dev/null; n=0\n"
-    << "    while [ $n -lt 50 ] && ps -o stat= -s \"$p\" 2>/dev/null | grep -qv '^Z'; do sleep 0.1; n=$((n+1)); done\n"
-    << "  fi\n"
+    << "  if [ -n \"$p\" ]; then kill -9 \"-$p\" \"$p\" 2>/dev/null; wait \"$p\" 2>/dev/null; fi\n"
+    << "  for s in $p $last; do\n"
+    << "    n=0\n"
+    << "    while [ $n -lt 50 ] && ps -o stat= -s \"$s\" 2>/dev/null | grep -qv '^Z'; do\n"
+    << "      kill -9 \"-$s\" 2>/dev/null; sleep 0.1; n=$((n+1))\n"
+    << "    done\n"
+    << "  done\n"
     << "  echo \"autoresearchd: job signalled\"\n"
     << "  echo \"signalled $node\" > " << exit_tmp << " && mv " << exit_tmp << " " << exit_file << "\n"
     << "  exit 143\n"
@@ -53,7 +62,8 @@ std::string job_script(const JobScriptSpec& spec) {
   for (const auto& st : spec.stages) {
     s << "echo " << shell_quote("autoresearchd: stage " + st.name) << "\n"
       << "prev=$!; starting=1; setsid /bin/sh -c " << shell_quote(st.command) << " &\n"
-      << "stage_pid=$!; starting=; wait \"$stage_pid\"; rc=$?; stage_pid=\n"
+      << "stage_pid=$!; starting=; wait \"$stage_pid\"; rc=$?\n"
+      << "last=$stage_pid; stage_pid=; kill -9 \"-$last\" 2>/dev/null\n"
       << "if [ $rc -ne 0 ]; then echo \"autoresearchd: stage " << st.name
       << " exit $rc\"; finish $rc; fi\n";
   }

@@ -132,6 +132,25 @@ TEST_F(JobScript, ATermAtAnyMomentLeavesNoStageBehind) {
   }
 }
 
+// Slurm signals every process of the job at once: the stage's shell dies of
+// the TERM while a process of the stage that ignores it lives on, and the
+// script's `wait` may return before its trap runs. Nothing may be left.
+TEST_F(JobScript, ATermToEveryProcessOfTheJobLeavesNoStageBehind) {
+  std::filesystem::create_directories(dir / "wt");
+  const std::string marker = "4321.75";
+  JobScriptSpec spec{"experiment 1", dir / "wt",
+                     {{"train", "(trap '' TERM; exec sleep " + marker + ") & wait"}}, dir / "1-job.exit"};
+  testing::write_file(dir / "job.sh", job_script(spec));
+  const std::string script = testing::sh_quote((dir / "job.sh").string());
+  for (int i = 0; i < 10; ++i) {
+    auto r = testing::shell("/bin/sh " + script + " >/dev/null 2>&1 & job=$!; sleep " + std::to_string(0.2 + i * 0.01) +
+                            "; kill -TERM $job; pkill -TERM -f '[s]leep " + marker + "'; wait $job; "
+                            "ps -eo stat=,args= | grep '[s]leep " + marker + "' | grep -v '^Z' || echo none");
+    EXPECT_EQ(r.out, "none\n") << "try " << i;
+    testing::shell("pkill -9 -f '[s]leep " + marker + "'");
+  }
+}
+
 TEST_F(JobScript, AMissingWorktreeSaysTheFilesystemIsNotShared) {
   JobScriptSpec spec{"experiment 1", dir / "absent", {{"check", "true"}}, dir / "x.exit"};
   testing::write_file(dir / "job.sh", job_script(spec));

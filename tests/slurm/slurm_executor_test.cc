@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "daemon/process_runner.h"
 #include "slurm_cluster.h"
@@ -112,6 +113,10 @@ TEST_F(SlurmExecutorTest, ARequeuedJobIsFollowedThroughItsNewRun) {
   on_job_hook = [&](int64_t, const std::string& job, const std::string& node) {
     if (node.empty() || requeued) return;
     requeued = true;  // seen running: Slurm puts it back in the queue
+    // Once its first run has started its stage (on a loaded machine Slurm may
+    // say running before the script printed anything), so that run's output exists.
+    for (int i = 0; i < 200 && testing::read_file(dir / "1-job.log").find("stage train") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     auto r = testing::shell("scontrol requeue " + job);
     EXPECT_EQ(r.code, 0) << r.out;
   };
