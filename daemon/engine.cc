@@ -119,8 +119,17 @@ std::string compiler_errors(const std::string& log) {
   return out;
 }
 
+double ask_again_after(double retry_wait_s, double retry_at, double now) {
+  if (!std::isfinite(retry_at) || retry_at <= now + retry_wait_s) return retry_wait_s;
+  return std::min(retry_at - now, std::max(retry_wait_s, kMaxAskWaitS));
+}
+
 void LoopCallSink::record(const llm::CallRecord& call) {
   asio::post(io_, [store = &store_, call] { store->record(call); });
+}
+
+void LoopCallSink::learn_limit(const std::string& provider, long tokens, const std::string& reason) {
+  asio::post(io_, [store = &store_, provider, tokens, reason] { store->learn_limit(provider, tokens, reason); });
 }
 
 /// The engine closes it when it is destroyed, so a thread that outlives the
@@ -637,11 +646,20 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
                                       : e.kind == ProposalError::Kind::kPaused  ? "paused"
                                                                                 : "proposer unavailable") +
                           ": " + e.message;
-        if (e.kind == ProposalError::Kind::kPaused && paused_ != msg) {
-          paused_ = msg;
-          store_.set_session_paused(session_, msg);
+        const double wait = ask_again_after(config_.retry_wait_s, e.retry_at, now_seconds());
+        if (e.kind == ProposalError::Kind::kPaused) {
+          // When the cap lifts, not when the next look at it is.
+          msg += std::isinf(e.retry_at) ? std::string(" (lifts when the config changes)")
+                 : e.retry_at > 0       ? " (lifts at " + format_time(e.retry_at).substr(11, 8) + ")"
+                                        : std::string();
+          if (paused_ != msg) {
+            paused_ = msg;
+            store_.set_session_paused(session_, msg);
+          }
         }
-        if (msg != last_wait_message_) log_(msg + "; asking again every " + fmt_number(config_.retry_wait_s) + " s");
+        if (msg != last_wait_message_)
+          log_(msg + (wait > config_.retry_wait_s ? "; asking again at " + format_time(now_seconds() + wait).substr(11, 8)
+                                                  : "; asking again every " + fmt_number(config_.retry_wait_s) + " s"));
         last_wait_message_ = msg;
         if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
         else idle_rows_.push_back(id);
@@ -650,7 +668,7 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
         erase(id);
         if (!proposals_blocked_) {
           proposals_blocked_ = true;
-          retry_timer_.expires_after(seconds(config_.retry_wait_s));
+          retry_timer_.expires_after(seconds(wait));
           retry_timer_.async_wait([this](const boost::system::error_code& err) {
             if (err) return;
             proposals_blocked_ = false;

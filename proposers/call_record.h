@@ -4,6 +4,7 @@
 // table per call (results.db.schema). Nothing here ever holds the API key.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct CallRecord {
   /// the next call, 0 when there is none.
   int retry = 0;
   double wait_s = 0;
+  /// The response had no usage: the tokens are estimated from the bytes sent
+  /// and received (four characters a token), and the cost from them.
+  bool usage_estimated = false;
 };
 
 /// What one tag has spent over every start, read when the proposer is built,
@@ -45,6 +49,12 @@ class CallSink {
   virtual void record(const CallRecord& call) = 0;
   /// The spend of a tag so far; a sink that stores nothing has none.
   virtual Spend spend(const std::string& tag) { return {}; }
+  /// The request limit (estimated tokens) that a server's 413 or
+  /// context-length error taught for a provider (its protocol, base_url and
+  /// model, one string), when one is remembered; read when the proposer is built.
+  virtual std::optional<long> learnt_limit(const std::string& provider) { return std::nullopt; }
+  /// Remembers a lowered limit for the provider, with the refusal's first line.
+  virtual void learn_limit(const std::string& provider, long tokens, const std::string& reason) {}
 };
 
 }  // namespace llm
