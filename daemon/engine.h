@@ -83,6 +83,7 @@ class LoopCallSink : public llm::CallSink {
  public:
   LoopCallSink(boost::asio::io_context& io, Store& store) : io_(io), store_(store) {}
   void record(const llm::CallRecord& call) override;
+  void call_started(const llm::CallRecord& call) override;
   /// Read once, when the proposer is built, before the loop runs.
   llm::Spend spend(const std::string& tag) override { return store_.spend(tag); }
   /// Read once, when the proposer is built, before the loop runs.
@@ -166,6 +167,10 @@ class Engine {
   void fatal(const std::string& message);
   /// Proposing waits until `until` (Unix seconds) for the reason given; the
   /// reason is stored so that status shows it. An empty reason: proposing again.
+  /// Deletes the row of an experiment that got no proposal and no LLM call
+  /// (store.delete_if_empty) and logs it, since its id then stays unused.
+  /// when: why, e.g. "at stop".
+  bool drop_empty_row(int64_t id, const std::string& when);
   void pause_proposals(const std::string& reason, double until);
 
   // The machine's faults (fault_pause.h): nothing starts while one is in force.

@@ -460,16 +460,37 @@ std::optional<SessionRow> Store::last_session() {
 }
 
 void Store::record(const llm::CallRecord& c) {
+  if (!c.call_key.empty()) {
+    db_.prepare(
+           "UPDATE llm_calls SET latency_s=?, input_tokens=?, output_tokens=?, status=?, cost_usd=?, error=?, "
+           "cache_read_tokens=?, cache_write_tokens=?, wait_s=?, partial_text=?, usage_estimated=? WHERE call_key=?")
+        .bind(1, c.latency_s).bind(2, c.input_tokens).bind(3, c.output_tokens).bind(4, c.status)
+        .bind(5, c.cost_usd).bind(6, c.error).bind(7, c.cache_read_tokens).bind(8, c.cache_write_tokens)
+        .bind(9, c.wait_s).bind(10, c.response).bind(11, static_cast<int64_t>(c.usage_estimated))
+        .bind(12, c.call_key).run();
+    if (sqlite3_changes(db_.handle()) > 0) return;
+  }
+  call_started(c);
+}
+
+void Store::call_started(const llm::CallRecord& c) {
   db_.prepare(
          "INSERT INTO llm_calls(experiment_id, attempt, provider, model, latency_s, input_tokens, "
          "output_tokens, status, cost_usd, error, created_at, cache_read_tokens, cache_write_tokens, retry, "
-         "wait_s, partial_text, usage_estimated, tag) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+         "wait_s, partial_text, usage_estimated, call_key, tag) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
          "coalesce((SELECT tag FROM experiments WHERE id=?1), ''))")
       .bind(1, c.experiment_id).bind(2, c.attempt).bind(3, c.provider).bind(4, c.model)
       .bind(5, c.latency_s).bind(6, c.input_tokens).bind(7, c.output_tokens).bind(8, c.status)
       .bind(9, c.cost_usd).bind(10, c.error).bind(11, now_seconds()).bind(12, c.cache_read_tokens)
       .bind(13, c.cache_write_tokens).bind(14, c.retry).bind(15, c.wait_s).bind(16, c.response)
-      .bind(17, static_cast<int64_t>(c.usage_estimated)).run();
+      .bind(17, static_cast<int64_t>(c.usage_estimated)).bind(18, c.call_key).run();
+}
+
+int Store::close_started_calls() {
+  db_.prepare("UPDATE llm_calls SET status='interrupted', error='the daemon was killed during the call' "
+              "WHERE status='started'")
+      .run();
+  return sqlite3_changes(db_.handle());
 }
 
 namespace {

@@ -292,7 +292,12 @@ class Store : public llm::CallSink {
   std::vector<ProcessGroupRow> live_process_groups();
 
   // LLM calls. A call's tag is its experiment's.
+  /// The call's final row: replaces its 'started' row (same call_key) or adds one.
   void record(const llm::CallRecord& call) override;
+  /// The call's row as it starts (status 'started').
+  void call_started(const llm::CallRecord& call) override;
+  /// Marks the calls a killed daemon left 'started' as 'interrupted'; returns how many.
+  int close_started_calls();
   /// The calls of one tag; every tag when tag is empty.
   LlmTotals llm_totals(const std::string& tag = "");
   /// The tag's cost so far and its calls of the last hour (for the caps).

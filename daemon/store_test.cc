@@ -296,6 +296,34 @@ TEST(Store, LlmTotalsPerTag) {
   EXPECT_TRUE(calls[2].usage_estimated);
 }
 
+TEST(Store, ACallStartedIsRewrittenWhenItEndsAndInterruptedAfterAKill) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t a = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  llm::CallRecord started{a, 1, "openai", "m", 0, 500, 0, 0, 0, "started", 0.01, ""};
+  started.usage_estimated = true;
+  started.call_key = "k1";
+  store.call_started(started);
+  llm::CallRecord done{a, 1, "openai", "m", 2.5, 480, 20, 0, 0, "ok", 0.02, ""};
+  done.call_key = "k1";
+  store.record(done);
+  started.call_key = "k2";
+  store.call_started(started);  // in flight when the daemon was killed
+  EXPECT_EQ(store.llm_totals("t").calls, 2);
+  EXPECT_DOUBLE_EQ(store.spend("t").cost_usd, 0.03);  // the caps count the call in flight
+  EXPECT_EQ(store.spend("t").call_times.size(), 2u);
+  EXPECT_EQ(store.close_started_calls(), 1);
+  auto calls = store.llm_calls(a);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].status, "ok");
+  EXPECT_EQ(calls[0].output_tokens, 20);
+  EXPECT_FALSE(calls[0].usage_estimated);
+  EXPECT_EQ(calls[1].status, "interrupted");
+  EXPECT_EQ(calls[1].error, "the daemon was killed during the call");
+  EXPECT_EQ(store.close_started_calls(), 0);
+}
+
 TEST(Store, RemembersALearntLimitPerProvider) {
   testing::TempDir dir;
   const std::string path = (dir / "results.db").string();

@@ -114,6 +114,25 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
       }
       cap_.start_call(now);
     }
+    // Recorded before it is sent: a daemon killed during the call leaves a row the caps count.
+    CallRecord rec;
+    rec.experiment_id = experiment_id;
+    rec.attempt = attempt;
+    rec.provider = protocol_name(config_.protocol);
+    rec.model = config_.model;
+    rec.retry = retry;
+    if (sink_) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        rec.call_key = std::to_string(rng_()) + "-" + std::to_string(retry);
+      }
+      CallRecord started = rec;
+      started.status = "started";
+      started.input_tokens = static_cast<long>((request.body.size() + 3) / 4);
+      started.usage_estimated = true;
+      started.cost_usd = config_.cost(started.input_tokens, 0);
+      sink_->call_started(started);
+    }
     HttpResponse response = http_post(request);
     CallOutcome o = parse_response(config_, response);
     ++result.calls;
@@ -172,11 +191,6 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
     }
 
     if (sink_) {
-      CallRecord rec;
-      rec.experiment_id = experiment_id;
-      rec.attempt = attempt;
-      rec.provider = protocol_name(config_.protocol);
-      rec.model = config_.model;
       rec.latency_s = response.latency_s;
       rec.input_tokens = o.usage.input;
       rec.output_tokens = o.usage.output;
@@ -187,7 +201,6 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
       rec.cost_usd = cost;
       rec.error = o.message;
       if (o.error != CallError::kNone) rec.response = o.text;  // a broken stream's partial text
-      rec.retry = retry;
       rec.wait_s = wait.value_or(0);
       sink_->record(rec);
     }

@@ -1,7 +1,8 @@
 // The chat client: one question to the configured provider, asked again with
 // exponential backoff and jitter while the failure is retryable (connection,
-// timeout, 429, 5xx, a broken stream), honouring Retry-After. Every HTTP call,
-// failed or not, is reported to the CallSink with its usage (cached tokens
+// timeout, 429, 5xx, a broken stream), honouring Retry-After. Every HTTP call
+// is reported to the CallSink as started before it is sent, then, failed or
+// not, with its usage (cached tokens
 // included), estimated cost, retry number and the wait that follows it, and
 // to the log hook as one line when it failed. Before each call the spending
 // caps are checked: a reached cap makes no call and says until when. A set

@@ -25,8 +25,12 @@ using nlohmann::json;
 constexpr const char* kKey = "sk-test-0123456789abcdef";
 
 struct RecordingSink : CallSink {
-  std::vector<CallRecord> calls;
+  std::vector<CallRecord> calls, started;
   void record(const CallRecord& c) override { calls.push_back(c); }
+  void call_started(const CallRecord& c) override {
+    EXPECT_EQ(started.size(), calls.size()) << "a call started before the last one was recorded";
+    started.push_back(c);
+  }
 };
 
 class ChatClientTest : public ::testing::TestWithParam<Protocol> {
@@ -410,6 +414,7 @@ TEST_P(ChatClientTest, AnAnswerWithoutUsageIsEstimatedAndTheCostCapCountsIt) {
                                                {{"answer", "never"}}}),
                                   kKey, dir.path());
     sink_.calls.clear();
+    sink_.started.clear();
     log_.clear();
     LlmConfig cfg = config(server);
     cfg.stream = stream;
@@ -494,6 +499,28 @@ TEST_P(ChatClientTest, ALongRetryAfterHoldsEveryCallUntilItPasses) {
   // A Retry-After past the documented maximum is cut to it.
   ChatResult far = c.ask(question(), 2, 1);
   EXPECT_DOUBLE_EQ(far.retry_at, now_ + kMaxRetryAfterS);
+}
+
+// Each call is reported as started before it goes out (so a kill -9 during
+// it leaves a row), then finished under the same key.
+TEST_P(ChatClientTest, EveryCallIsRecordedAsStartedThenFinished) {
+  testing::FakeLlmServer server(json::array({{{"status", 500}}, {{"answer", "DESCRIPTION: x"}}}), kKey, dir_.path());
+  ChatClient c = client(server);
+  ASSERT_TRUE(c.ask(question(), 6, 1).ok());
+  ASSERT_EQ(sink_.started.size(), 2u);
+  ASSERT_EQ(sink_.calls.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(sink_.started[i].status, "started");
+    EXPECT_TRUE(sink_.started[i].usage_estimated);
+    EXPECT_GT(sink_.started[i].input_tokens, 0);
+    EXPECT_GT(sink_.started[i].cost_usd, 0);  // the input's estimate: what the caps count if the call never ends
+    EXPECT_EQ(sink_.started[i].experiment_id, 6);
+    EXPECT_FALSE(sink_.started[i].call_key.empty());
+    EXPECT_EQ(sink_.started[i].call_key, sink_.calls[i].call_key);
+  }
+  EXPECT_NE(sink_.started[0].call_key, sink_.started[1].call_key);
+  EXPECT_EQ(sink_.calls[1].status, "ok");
+  EXPECT_FALSE(sink_.calls[1].usage_estimated);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothProtocols, ChatClientTest, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),

@@ -240,6 +240,32 @@ TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
   EXPECT_EQ(out.find(kKey), std::string::npos);
 }
 
+// An authentication error event inside a 200 stream stops the daemon, naming
+// the key's variable, and the stop's error line is written once.
+TEST_P(LlmDaemonE2E, AnAuthErrorEventInAStreamStopsTheDaemonOnce) {
+  json event = anthropic() ? json{{"type", "authentication_error"}, {"message", "invalid x-api-key"}}
+                           : json{{"message", "Incorrect API key provided"}, {"code", "invalid_api_key"}};
+  testing::FakeLlmServer server(json::array({{{"stream_error", event}}, {{"answer", "never"}}}), kKey,
+                                server_dir.path());
+  write_config(server.base_url(anthropic()));
+  start_daemon();
+  int st = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  while (waitpid(daemon_pid, &st, WNOHANG) == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WIFEXITED(st)) << read_file(repo / "daemon.out");
+  daemon_pid = -1;
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  EXPECT_EQ(server.requests().size(), 1u);  // a stop, not a retry
+  std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  EXPECT_THAT(log, HasSubstr("check $ARD_E2E_LLM_KEY"));
+  size_t lines = 0;
+  for (size_t at = log.find("error: proposer:"); at != std::string::npos; at = log.find("error: proposer:", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << log;
+  EXPECT_EQ(log.find(kKey), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(BothProtocols, LlmDaemonE2E, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),
                          [](const auto& info) { return std::string(protocol_name(info.param)); });
 
