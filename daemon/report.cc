@@ -199,6 +199,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   os << "\n";
   os << render_noise_status(store, tag, now);
   os << llm_status_line(f.llm);
+  if (std::string cut = store.last_prompt_cut(tag); !cut.empty()) os << "llm " << cut << "\n";
   for (const auto& l : store.learnt_limits())
     os << "llm limit: " << l.provider << ": prompts within " << l.tokens << " tokens since "
        << format_time(l.learnt_at).substr(0, 16) << " (" << l.reason << ")\n";

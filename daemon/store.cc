@@ -509,6 +509,22 @@ void Store::learn_limit(const std::string& provider, long tokens, const std::str
       .bind(1, provider).bind(2, static_cast<int64_t>(tokens)).bind(3, reason).bind(4, now_seconds()).run();
 }
 
+std::string Store::last_prompt_cut(const std::string& tag) {
+  // A round that starts a conversation stores it whole ("[system]..."), after
+  // the note in brackets when something was cut.
+  auto s = db_.prepare(
+      "SELECT substr(a.prompt, 1, 2000) FROM proposal_attempts a JOIN experiments e ON e.id = a.experiment_id "
+      "WHERE e.tag = ? AND (a.prompt LIKE '[system]%' OR a.prompt LIKE '[prompt within %') "
+      "ORDER BY a.created_at DESC, a.experiment_id DESC, a.attempt DESC LIMIT 1");
+  s.bind(1, tag);
+  if (!s.step()) return "";
+  std::string head = s.text(0);
+  if (head.rfind("[prompt within ", 0) != 0) return "";
+  head = head.substr(1, head.find('\n') - 1);
+  if (!head.empty() && head.back() == ']') head.pop_back();
+  return head;
+}
+
 std::vector<LearntLimit> Store::learnt_limits() {
   auto s = db_.prepare("SELECT provider, tokens, reason, learnt_at FROM llm_limits WHERE learnt_at > ? ORDER BY provider");
   s.bind(1, now_seconds() - kLimitMemoryS);

@@ -309,6 +309,10 @@ class Store : public llm::CallSink {
   void learn_limit(const std::string& provider, long tokens, const std::string& reason) override;
   /// Every limit honoured now, for status.
   std::vector<LearntLimit> learnt_limits();
+  /// What the tag's latest first prompt left out, the line the proposer put
+  /// at its top ("prompt within 24000 tokens ...: cut ..."); empty when that
+  /// prompt was whole.
+  std::string last_prompt_cut(const std::string& tag);
 
   // Reads for the dashboard.
   /// The trials of one experiment, oldest first.
