@@ -266,6 +266,54 @@ TEST_P(LlmDaemonE2E, AnAuthErrorEventInAStreamStopsTheDaemonOnce) {
   EXPECT_EQ(log.find(kKey), std::string::npos);
 }
 
+// A proxy that refuses request bodies over 30 KB, and a train.cu of 60 KB:
+// the first LLM experiment pays one 413, and the limit it taught is kept in
+// results.db, so the next experiment and the next start send within it at once.
+TEST_P(LlmDaemonE2E, A413IsPaidOnceAcrossExperimentsAndStarts) {
+  std::string train = "val_bpb 1.0\n";
+  for (int i = 0; train.size() < 60000; ++i)
+    train += "// note " + std::to_string(i) + ": a line of the long research file\n";
+  write_file(repo / "trainer/train.cu", train);
+  ASSERT_EQ(shell("cd " + sh_quote(repo.string()) + " && git -c user.name=t -c user.email=t@t commit -qam long").code,
+            0);
+  json script = json::array({{{"answer", search_replace("lower to 0.95", "val_bpb 1.0", "val_bpb 0.95")}},
+                             {{"answer", search_replace("regress to 0.97", "val_bpb 0.95", "val_bpb 0.97")}}});
+  testing::FakeLlmServer server(script, kKey, server_dir.path(), 30000);
+  write_config(server.base_url(anthropic()));
+  auto refused = [&] {
+    int n = 0;
+    for (const auto& q : server.requests()) n += q.contains("refused");
+    return n;
+  };
+  start_daemon();
+  auto rows = wait_for_finished(3);  // the baseline and two LLM experiments
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "kept") << rows[1].error;
+  ASSERT_EQ(run("stop").code, 0);
+  int st = 0;
+  waitpid(daemon_pid, &st, 0);
+  daemon_pid = -1;
+  EXPECT_EQ(refused(), 1);
+  {
+    ard::Store store((repo / ".autoresearchd/results.db").string());
+    auto limits = store.learnt_limits();
+    ASSERT_EQ(limits.size(), 1u);
+    EXPECT_EQ(limits[0].provider, std::string(protocol_name(GetParam())) + " " + server.base_url(anthropic()) +
+                                      " fake-model");
+    EXPECT_THAT(limits[0].reason, HasSubstr("HTTP 413"));
+  }
+  EXPECT_THAT(read_file(repo / ".autoresearchd/daemon.log"), HasSubstr("its limit is now"));
+
+  const size_t before = server.requests().size();
+  start_daemon();  // the next start asks at once within the remembered limit
+  auto t0 = std::chrono::steady_clock::now();
+  while (server.requests().size() < before + 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GE(server.requests().size(), before + 2);
+  EXPECT_EQ(refused(), 1);
+  EXPECT_THAT(run("status").out, HasSubstr("llm limit: "));
+}
+
 INSTANTIATE_TEST_SUITE_P(BothProtocols, LlmDaemonE2E, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),
                          [](const auto& info) { return std::string(protocol_name(info.param)); });
 
