@@ -249,6 +249,8 @@ TEST_P(ChatClientTest, StreamedAnswerWithCachedUsageIsPriced) {
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.text, "DESCRIPTION: streamed in pieces");
   EXPECT_EQ(server.requests()[0]["body"]["stream"], true);
+  if (!anthropic())  // usage asked for: OpenAI-compatible streams carry none otherwise
+    EXPECT_EQ(server.requests()[0]["body"]["stream_options"]["include_usage"], true);
   ASSERT_EQ(sink_.calls.size(), 1u);
   const CallRecord& rec = sink_.calls[0];
   EXPECT_EQ(rec.cache_read_tokens, 8);

@@ -57,12 +57,13 @@ class LlmDaemonE2E : public ::testing::TestWithParam<Protocol> {
 
   bool anthropic() const { return GetParam() == Protocol::kAnthropic; }
 
-  void write_config(const std::string& base_url) {
+  /// retry_wait_s: the daemon's wait before asking an unavailable provider again.
+  void write_config(const std::string& base_url, double retry_wait_s = 0.2) {
     write_file(repo / "autoresearch.toml", R"(
 tag = "e2e"
 budget_s = 1
 startup_s = 1
-retry_wait_s = 0.2
+retry_wait_s = )" + std::to_string(retry_wait_s) + R"(
 lookahead = 0
 [build]
 command = "mkdir -p build && env > build/env.txt && )" + kFake + R"( build trainer/train.cu"
@@ -312,6 +313,35 @@ TEST_P(LlmDaemonE2E, A413IsPaidOnceAcrossExperimentsAndStarts) {
   EXPECT_GE(server.requests().size(), before + 2);
   EXPECT_EQ(refused(), 1);
   EXPECT_THAT(run("status").out, HasSubstr("llm limit: "));
+}
+
+// A proxy that answers every request with an HTML page (a 200): three calls,
+// then the provider is unavailable and the daemon waits retry_wait_s (30 s
+// here), with no proposer_error rows; before, the hour's calls went in a second.
+TEST_P(LlmDaemonE2E, AStormOfHtmlAnswersPausesAfterAHandfulOfCalls) {
+  json html = {{"raw", "<html><body>502 Bad Gateway</body></html>"}, {"content_type", "text/html"}};
+  json storm = json::array();
+  for (int i = 0; i < 60; ++i) storm.push_back(html);
+  testing::FakeLlmServer server(storm, kKey, server_dir.path());
+  write_config(server.base_url(anthropic()), 30);
+  start_daemon();
+  auto t0 = std::chrono::steady_clock::now();
+  std::string log;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+    log = read_file(repo / ".autoresearchd/daemon.log");
+    if (log.find("proposer unavailable:") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(log, HasSubstr("3 responses in a row were not answers"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // well within the 30 s wait
+  EXPECT_LE(server.requests().size(), 5u);
+  EXPECT_EQ(waitpid(daemon_pid, nullptr, WNOHANG), 0) << "the daemon exited";
+  ASSERT_EQ(run("stop").code, 0);
+  int st = 0;
+  waitpid(daemon_pid, &st, 0);
+  daemon_pid = -1;
+  ard::Store store((repo / ".autoresearchd/results.db").string());
+  for (const auto& r : store.experiments("e2e")) EXPECT_NE(r.state, "proposer_error") << "#" << r.id << " " << r.error;
 }
 
 INSTANTIATE_TEST_SUITE_P(BothProtocols, LlmDaemonE2E, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),
