@@ -152,6 +152,8 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   int abandoned = 0;
   try {
     abandoned = engine.run();
+  } catch (const LoggedFatalError&) {
+    throw;  // its line is in the log already: written once
   } catch (const std::exception& e) {
     log(std::string("error: ") + e.what());
     throw;

@@ -119,8 +119,21 @@ std::string compiler_errors(const std::string& log) {
   return out;
 }
 
+double ask_again_after(double retry_wait_s, double retry_at, double now) {
+  if (!std::isfinite(retry_at) || retry_at <= now + retry_wait_s) return retry_wait_s;
+  return std::min(retry_at - now, std::max(retry_wait_s, kMaxAskWaitS));
+}
+
 void LoopCallSink::record(const llm::CallRecord& call) {
   asio::post(io_, [store = &store_, call] { store->record(call); });
+}
+
+void LoopCallSink::call_started(const llm::CallRecord& call) {
+  asio::post(io_, [store = &store_, call] { store->call_started(call); });
+}
+
+void LoopCallSink::learn_limit(const std::string& provider, long tokens, const std::string& reason) {
+  asio::post(io_, [store = &store_, provider, tokens, reason] { store->learn_limit(provider, tokens, reason); });
 }
 
 /// The engine closes it when it is destroyed, so a thread that outlives the
@@ -220,7 +233,7 @@ int Engine::run() {
       asio::post(io_, [this] { maybe_finish_stop(); });
     }
   }
-  if (fatal_) throw FatalError(*fatal_);
+  if (fatal_) throw LoggedFatalError(*fatal_);  // stop() logged "error: <cause>"
   return threads_inside_->load();
 }
 
@@ -234,8 +247,11 @@ void Engine::reconcile() {
   for (const auto& d : finish_evaluated(store_, config_.tag, keep_settings(config_), config_.noise.prior_sigma))
     log_("reconcile: #" + std::to_string(d.id) + " was measured (" + config_.metric + " " + fmt_number(d.val_bpb) +
          ") when the daemon stopped: " + (d.kept ? "kept" : "discarded"));
+  if (int calls = store_.close_started_calls())
+    log_("reconcile: " + std::to_string(calls) + " LLM call(s) in flight when the daemon was killed: interrupted "
+         "(their rows count toward the caps)");
   for (const auto& r : store_.unfinished()) {
-    if (store_.delete_if_empty(r.id)) continue;  // was only waiting for a proposal
+    if (drop_empty_row(r.id, "at restart")) continue;  // was only waiting for a proposal
     bool killed = false;
     if (r.pgid && r.pgid_start)
       killed = kill_recorded_group(static_cast<pid_t>(*r.pgid), *r.pgid_start) == RecordedGroup::killed;
@@ -396,7 +412,7 @@ void Engine::maybe_finish_stop() {
   for (const auto& [id, c] : candidates_) ids.push_back(id);
   for (int64_t id : ids) {
     Candidate& c = candidates_[id];
-    if (c.phase == Phase::kProposing && store_.delete_if_empty(id)) {
+    if (c.phase == Phase::kProposing && drop_empty_row(id, "at stop")) {
       erase(id);
       continue;
     }
@@ -408,7 +424,7 @@ void Engine::maybe_finish_stop() {
     erase(id);
   }
   for (int64_t id : idle_rows_)
-    if (!store_.delete_if_empty(id)) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
+    if (!drop_empty_row(id, "at stop")) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
   idle_rows_.clear();
   store_.end_session(session_, stop_reason_);
   log_(stop_reason_ == "stopped" ? "stopped" : stop_reason_);
@@ -435,6 +451,12 @@ void Engine::pump() {
 }
 
 // ---------------------------------------------------------------- proposals
+
+bool Engine::drop_empty_row(int64_t id, const std::string& when) {
+  if (!store_.delete_if_empty(id)) return false;
+  log_("#" + std::to_string(id) + " removed " + when + ": it had no proposal and no LLM call; its id stays unused");
+  return true;
+}
 
 void Engine::pause_proposals(const std::string& reason, double until) {
   if (reason != paused_) {
@@ -637,20 +659,29 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
                                       : e.kind == ProposalError::Kind::kPaused  ? "paused"
                                                                                 : "proposer unavailable") +
                           ": " + e.message;
-        if (e.kind == ProposalError::Kind::kPaused && paused_ != msg) {
-          paused_ = msg;
-          store_.set_session_paused(session_, msg);
+        const double wait = ask_again_after(config_.retry_wait_s, e.retry_at, now_seconds());
+        if (e.kind == ProposalError::Kind::kPaused) {
+          // When the cap lifts, not when the next look at it is.
+          msg += std::isinf(e.retry_at) ? std::string(" (lifts when the config changes)")
+                 : e.retry_at > 0       ? " (lifts at " + format_time(e.retry_at).substr(11, 8) + ")"
+                                        : std::string();
+          if (paused_ != msg) {
+            paused_ = msg;
+            store_.set_session_paused(session_, msg);
+          }
         }
-        if (msg != last_wait_message_) log_(msg + "; asking again every " + fmt_number(config_.retry_wait_s) + " s");
+        if (msg != last_wait_message_)
+          log_(msg + (wait > config_.retry_wait_s ? "; asking again at " + format_time(now_seconds() + wait).substr(11, 8)
+                                                  : "; asking again every " + fmt_number(config_.retry_wait_s) + " s"));
         last_wait_message_ = msg;
         if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
         else idle_rows_.push_back(id);
-        if (done->fix && !store_.delete_if_empty(id))
+        if (done->fix && !drop_empty_row(id, "while the proposer waits (its fix is asked again later)"))
           store_.finish(id, status::kProposerError, e.message, "");
         erase(id);
         if (!proposals_blocked_) {
           proposals_blocked_ = true;
-          retry_timer_.expires_after(seconds(config_.retry_wait_s));
+          retry_timer_.expires_after(seconds(wait));
           retry_timer_.async_wait([this](const boost::system::error_code& err) {
             if (err) return;
             proposals_blocked_ = false;

@@ -67,14 +67,28 @@ std::string substitute(const std::string& command, const std::string& data_dir, 
 /// The compiler's error lines from a build log (or its tail when none match).
 std::string compiler_errors(const std::string& log);
 
+/// The longest wait before asking a proposer again that the proposer asked
+/// for (a provider's Retry-After, a call cap's lifting): one hour.
+constexpr double kMaxAskWaitS = 3600;
+
+/// Seconds before asking an unavailable or paused proposer again at `now`:
+/// retry_wait_s, or until retry_at (Unix seconds) when that is later, at most
+/// kMaxAskWaitS (or retry_wait_s, when that is longer). An infinite retry_at
+/// (a cost cap, which lifts only when the config changes) waits retry_wait_s.
+double ask_again_after(double retry_wait_s, double retry_at, double now);
+
 /// The LLM client's call records, written by the loop: a proposal thread
 /// posts each record to the io_context instead of touching the store.
 class LoopCallSink : public llm::CallSink {
  public:
   LoopCallSink(boost::asio::io_context& io, Store& store) : io_(io), store_(store) {}
   void record(const llm::CallRecord& call) override;
+  void call_started(const llm::CallRecord& call) override;
   /// Read once, when the proposer is built, before the loop runs.
   llm::Spend spend(const std::string& tag) override { return store_.spend(tag); }
+  /// Read once, when the proposer is built, before the loop runs.
+  std::optional<long> learnt_limit(const std::string& provider) override { return store_.learnt_limit(provider); }
+  void learn_limit(const std::string& provider, long tokens, const std::string& reason) override;
 
  private:
   boost::asio::io_context& io_;
@@ -153,6 +167,10 @@ class Engine {
   void fatal(const std::string& message);
   /// Proposing waits until `until` (Unix seconds) for the reason given; the
   /// reason is stored so that status shows it. An empty reason: proposing again.
+  /// Deletes the row of an experiment that got no proposal and no LLM call
+  /// (store.delete_if_empty) and logs it, since its id then stays unused.
+  /// when: why, e.g. "at stop".
+  bool drop_empty_row(int64_t id, const std::string& when);
   void pause_proposals(const std::string& reason, double until);
 
   // The machine's faults (fault_pause.h): nothing starts while one is in force.

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace ard {
 namespace {
 
@@ -33,6 +35,20 @@ TEST(CompilerErrors, KeepsTheErrorLinesOrElseTheTail) {
   EXPECT_EQ(compiler_errors("[1/2] cc a.cu\na.cu:3:1: error: x undeclared\nnote: here\nninja: build stopped\n"),
             "a.cu:3:1: error: x undeclared\n");
   EXPECT_EQ(compiler_errors("one\ntwo\n"), "one\ntwo\n");
+}
+
+// A provider's Retry-After (or a call cap's lifting) is waited for between
+// asks when it is later than retry_wait_s, up to an hour; a cost cap's
+// infinity is not.
+TEST(AskAgainAfter, WaitsForTheLaterOfRetryWaitAndRetryAtUpToAnHour) {
+  const double now = 1.7e9;
+  EXPECT_DOUBLE_EQ(ask_again_after(60, 0, now), 60);
+  EXPECT_DOUBLE_EQ(ask_again_after(60, now + 30, now), 60);
+  EXPECT_DOUBLE_EQ(ask_again_after(60, now + 120, now), 120);
+  EXPECT_DOUBLE_EQ(ask_again_after(5, now + 120, now), 120);
+  EXPECT_DOUBLE_EQ(ask_again_after(60, now + 99999, now), kMaxAskWaitS);
+  EXPECT_DOUBLE_EQ(ask_again_after(60, std::numeric_limits<double>::infinity(), now), 60);
+  EXPECT_DOUBLE_EQ(ask_again_after(7200, now + 99999, now), 7200);
 }
 
 }  // namespace

@@ -12,4 +12,11 @@ class FatalError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A FatalError whose cause the daemon's log already holds (the engine
+/// logged it as it stopped): the catcher prints it but does not log it again.
+class LoggedFatalError : public FatalError {
+ public:
+  using FatalError::FatalError;
+};
+
 }  // namespace ard

@@ -208,6 +208,10 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   os << "\n";
   os << render_noise_status(store, tag, now, noise);
   os << llm_status_line(f.llm);
+  if (std::string cut = store.last_prompt_cut(tag); !cut.empty()) os << "llm " << cut << "\n";
+  for (const auto& l : store.learnt_limits())
+    os << "llm limit: " << l.provider << ": prompts within " << l.tokens << " tokens since "
+       << format_time(l.learnt_at).substr(0, 16) << " (" << l.reason << ")\n";
   if (daemon_pid && session && !session->paused.empty()) os << session->paused << "\n";
 
   std::vector<const ExperimentRow*> in_flight;
@@ -270,7 +274,11 @@ std::string llm_status_line(const LlmTotals& llm) {
   std::ostringstream os;
   os << "llm: " << llm.calls << " calls, " << llm.input_tokens << " input + " << llm.cache_read_tokens
      << " cached + " << llm.cache_write_tokens << " cache-write + " << llm.output_tokens << " output tokens (cache hit "
-     << fixed(100 * llm.cache_hit_rate(), 1) << "%), $" << fixed(llm.cost_usd, 4) << "\n";
+     << fixed(100 * llm.cache_hit_rate(), 1) << "%), $" << fixed(llm.cost_usd, 4);
+  if (llm.estimated_calls > 0)
+    os << " (" << llm.estimated_calls << " call" << (llm.estimated_calls == 1 ? "" : "s")
+       << " with estimated usage: the server sent none)";
+  os << "\n";
   return os.str();
 }
 
@@ -330,7 +338,8 @@ std::string render_llm_calls(const std::vector<LlmCallRow>& calls) {
   for (const auto& c : calls) {
     os << "round " << c.attempt << " call " << c.retry + 1 << ": " << c.status << ", " << fixed(c.latency_s, 1) << "s, "
        << c.input_tokens << " in + " << c.cache_read_tokens << " cached + " << c.cache_write_tokens << " cache-write + "
-       << c.output_tokens << " out, $" << fixed(c.cost_usd, 4);
+       << c.output_tokens << " out" << (c.usage_estimated ? " (estimated: no usage sent)" : "") << ", $"
+       << fixed(c.cost_usd, 4);
     if (!c.error.empty()) os << ": " << c.error;
     if (c.wait_s > 0) os << "; waited " << fixed(c.wait_s, 1) << "s before the next call";
     os << "\n";

@@ -9,6 +9,7 @@ namespace ard {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kBase = "1111111111111111111111111111111111111111";
 const std::string kTwo = "2222222222222222222222222222222222222222";
@@ -74,6 +75,30 @@ TEST_F(ReportTest, StatusCountsTheLlmCallsOfItsTagOnly) {
   EXPECT_THAT(render_status(store, "other", 1, 1030.0), HasSubstr("llm: 1 calls, 1000 input"));
 }
 
+// A prompt cut to fit, a limit a server taught, calls with estimated usage:
+// status says each.
+TEST_F(ReportTest, StatusShowsACutPromptALearntLimitAndEstimatedUsage) {
+  EXPECT_THAT(render_status(store, "t", 1, 1030.0), Not(HasSubstr("llm prompt within")));
+  int64_t e = store.create_experiment("t", false, kBase, "p1", "llm", std::nullopt);
+  store.add_attempt(e, 1,
+                    {"[prompt within 24000 tokens (lowered from llm.context_tokens 32000 by a server's refusal): cut "
+                     "older history rows (history within 400 tokens) after: HTTP 413]\n[system]\nYou are...",
+                     "DESCRIPTION: x", ""});
+  store.learn_limit("openai http://h/v1 m", 24000, "HTTP 413 from openai: the request is too long");
+  llm::CallRecord guessed{e, 1, "openai", "m", 1.0, 50, 5, 0, 0, "ok", 0.1, ""};
+  guessed.usage_estimated = true;
+  store.record(guessed);
+  std::string s = render_status(store, "t", 1, 1030.0);
+  EXPECT_THAT(s, HasSubstr("\nllm prompt within 24000 tokens (lowered from llm.context_tokens 32000 by a server's "
+                           "refusal): cut older history rows (history within 400 tokens) after: HTTP 413\n"));
+  EXPECT_THAT(s, HasSubstr("llm limit: openai http://h/v1 m: prompts within 24000 tokens since "));
+  EXPECT_THAT(s, HasSubstr("(1 call with estimated usage: the server sent none)"));
+  // A later whole prompt: nothing to say.
+  int64_t f = store.create_experiment("t", false, kBase, "p1", "llm", std::nullopt);
+  store.add_attempt(f, 1, {"[system]\nYou are...", "DESCRIPTION: y", ""});
+  EXPECT_THAT(render_status(store, "t", 1, 1030.0), Not(HasSubstr("llm prompt within")));
+}
+
 TEST_F(ReportTest, ProposerErrorsGetADescription) {
   int64_t e = store.create_experiment("t", false, kBase, "p1", "llm", std::nullopt);
   store.finish(e, status::kProposerError,
@@ -137,6 +162,9 @@ TEST(Report, LlmLineAndCallsShowCacheRetriesAndPartialText) {
   EXPECT_THAT(s, HasSubstr("round 1 call 1: broken_stream"));
   EXPECT_THAT(s, HasSubstr("; waited 2.5s before the next call\npartial text (17 bytes):\nDESCRIPTION: half\n"));
   EXPECT_THAT(s, HasSubstr("round 1 call 2: ok"));
+  EXPECT_THAT(s, Not(HasSubstr("estimated")));
+  ok.usage_estimated = true;
+  EXPECT_THAT(render_llm_calls({ok}), HasSubstr(" out (estimated: no usage sent), $"));
 }
 
 }  // namespace ard

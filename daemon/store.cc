@@ -460,15 +460,77 @@ std::optional<SessionRow> Store::last_session() {
 }
 
 void Store::record(const llm::CallRecord& c) {
+  if (!c.call_key.empty()) {
+    db_.prepare(
+           "UPDATE llm_calls SET latency_s=?, input_tokens=?, output_tokens=?, status=?, cost_usd=?, error=?, "
+           "cache_read_tokens=?, cache_write_tokens=?, wait_s=?, partial_text=?, usage_estimated=? WHERE call_key=?")
+        .bind(1, c.latency_s).bind(2, c.input_tokens).bind(3, c.output_tokens).bind(4, c.status)
+        .bind(5, c.cost_usd).bind(6, c.error).bind(7, c.cache_read_tokens).bind(8, c.cache_write_tokens)
+        .bind(9, c.wait_s).bind(10, c.response).bind(11, static_cast<int64_t>(c.usage_estimated))
+        .bind(12, c.call_key).run();
+    if (sqlite3_changes(db_.handle()) > 0) return;
+  }
+  call_started(c);
+}
+
+void Store::call_started(const llm::CallRecord& c) {
   db_.prepare(
          "INSERT INTO llm_calls(experiment_id, attempt, provider, model, latency_s, input_tokens, "
          "output_tokens, status, cost_usd, error, created_at, cache_read_tokens, cache_write_tokens, retry, "
-         "wait_s, partial_text, tag) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+         "wait_s, partial_text, usage_estimated, call_key, tag) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
          "coalesce((SELECT tag FROM experiments WHERE id=?1), ''))")
       .bind(1, c.experiment_id).bind(2, c.attempt).bind(3, c.provider).bind(4, c.model)
       .bind(5, c.latency_s).bind(6, c.input_tokens).bind(7, c.output_tokens).bind(8, c.status)
       .bind(9, c.cost_usd).bind(10, c.error).bind(11, now_seconds()).bind(12, c.cache_read_tokens)
-      .bind(13, c.cache_write_tokens).bind(14, c.retry).bind(15, c.wait_s).bind(16, c.response).run();
+      .bind(13, c.cache_write_tokens).bind(14, c.retry).bind(15, c.wait_s).bind(16, c.response)
+      .bind(17, static_cast<int64_t>(c.usage_estimated)).bind(18, c.call_key).run();
+}
+
+int Store::close_started_calls() {
+  db_.prepare("UPDATE llm_calls SET status='interrupted', error='the daemon was killed during the call' "
+              "WHERE status='started'")
+      .run();
+  return sqlite3_changes(db_.handle());
+}
+
+namespace {
+constexpr double kLimitMemoryS = 7 * 86400;  // a learnt limit is honoured this long
+}
+
+std::optional<long> Store::learnt_limit(const std::string& provider) {
+  auto s = db_.prepare("SELECT tokens FROM llm_limits WHERE provider=? AND learnt_at > ?");
+  s.bind(1, provider).bind(2, now_seconds() - kLimitMemoryS);
+  if (!s.step()) return std::nullopt;
+  return static_cast<long>(s.integer(0));
+}
+
+void Store::learn_limit(const std::string& provider, long tokens, const std::string& reason) {
+  db_.prepare("INSERT OR REPLACE INTO llm_limits(provider, tokens, reason, learnt_at) VALUES(?,?,?,?)")
+      .bind(1, provider).bind(2, static_cast<int64_t>(tokens)).bind(3, reason).bind(4, now_seconds()).run();
+}
+
+std::string Store::last_prompt_cut(const std::string& tag) {
+  // A round that starts a conversation stores it whole ("[system]..."), after
+  // the note in brackets when something was cut.
+  auto s = db_.prepare(
+      "SELECT substr(a.prompt, 1, 2000) FROM proposal_attempts a JOIN experiments e ON e.id = a.experiment_id "
+      "WHERE e.tag = ? AND (a.prompt LIKE '[system]%' OR a.prompt LIKE '[prompt within %') "
+      "ORDER BY a.created_at DESC, a.experiment_id DESC, a.attempt DESC LIMIT 1");
+  s.bind(1, tag);
+  if (!s.step()) return "";
+  std::string head = s.text(0);
+  if (head.rfind("[prompt within ", 0) != 0) return "";
+  head = head.substr(1, head.find('\n') - 1);
+  if (!head.empty() && head.back() == ']') head.pop_back();
+  return head;
+}
+
+std::vector<LearntLimit> Store::learnt_limits() {
+  auto s = db_.prepare("SELECT provider, tokens, reason, learnt_at FROM llm_limits WHERE learnt_at > ? ORDER BY provider");
+  s.bind(1, now_seconds() - kLimitMemoryS);
+  std::vector<LearntLimit> out;
+  while (s.step()) out.push_back({s.text(0), s.integer(1), s.text(2), s.real(3)});
+  return out;
 }
 
 int64_t Store::add_process_group(int64_t pgid, int64_t leader_start, const std::string& what) {
@@ -496,11 +558,11 @@ double LlmTotals::cache_hit_rate() const {
 LlmTotals Store::llm_totals(const std::string& tag) {
   auto s = db_.prepare(
       "SELECT count(*), coalesce(sum(input_tokens),0), coalesce(sum(output_tokens),0), "
-      "coalesce(sum(cache_read_tokens),0), coalesce(sum(cache_write_tokens),0), coalesce(sum(cost_usd),0) "
-      "FROM llm_calls WHERE ?1 = '' OR tag = ?1");
+      "coalesce(sum(cache_read_tokens),0), coalesce(sum(cache_write_tokens),0), coalesce(sum(cost_usd),0), "
+      "coalesce(sum(usage_estimated),0) FROM llm_calls WHERE ?1 = '' OR tag = ?1");
   s.bind(1, tag);
   s.step();
-  return {s.integer(0), s.integer(1), s.integer(2), s.integer(3), s.integer(4), s.real(5)};
+  return {s.integer(0), s.integer(1), s.integer(2), s.integer(3), s.integer(4), s.real(5), s.integer(6)};
 }
 
 llm::Spend Store::spend(const std::string& tag) {
@@ -515,12 +577,14 @@ llm::Spend Store::spend(const std::string& tag) {
 std::vector<LlmCallRow> Store::llm_calls(int64_t experiment_id) {
   auto s = db_.prepare(
       "SELECT attempt, retry, status, error, partial_text, latency_s, wait_s, cost_usd, input_tokens, "
-      "output_tokens, cache_read_tokens, cache_write_tokens FROM llm_calls WHERE experiment_id=? ORDER BY id");
+      "output_tokens, cache_read_tokens, cache_write_tokens, usage_estimated FROM llm_calls WHERE experiment_id=? "
+      "ORDER BY id");
   s.bind(1, experiment_id);
   std::vector<LlmCallRow> out;
   while (s.step())
     out.push_back({static_cast<int>(s.integer(0)), static_cast<int>(s.integer(1)), s.text(2), s.text(3), s.text(4),
-                   s.real(5), s.real(6), s.real(7), s.integer(8), s.integer(9), s.integer(10), s.integer(11)});
+                   s.real(5), s.real(6), s.real(7), s.integer(8), s.integer(9), s.integer(10), s.integer(11),
+                   s.integer(12) != 0});
   return out;
 }
 

@@ -126,6 +126,7 @@ struct LlmTotals {
   int64_t cache_read_tokens = 0;
   int64_t cache_write_tokens = 0;
   double cost_usd = 0;
+  int64_t estimated_calls = 0;  ///< calls whose usage was estimated (the response had none)
   /// Cached reads over every prompt token; 0 with no prompt tokens.
   double cache_hit_rate() const;
 };
@@ -136,6 +137,15 @@ struct LlmCallRow {
   std::string status, error, partial_text;
   double latency_s = 0, wait_s = 0, cost_usd = 0;
   int64_t input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0;
+  bool usage_estimated = false;
+};
+
+/// A request limit a server taught a provider (llm_limits).
+struct LearntLimit {
+  std::string provider;
+  int64_t tokens = 0;
+  std::string reason;
+  double learnt_at = 0;
 };
 
 /// One stored program.md version.
@@ -282,12 +292,27 @@ class Store : public llm::CallSink {
   std::vector<ProcessGroupRow> live_process_groups();
 
   // LLM calls. A call's tag is its experiment's.
+  /// The call's final row: replaces its 'started' row (same call_key) or adds one.
   void record(const llm::CallRecord& call) override;
+  /// The call's row as it starts (status 'started').
+  void call_started(const llm::CallRecord& call) override;
+  /// Marks the calls a killed daemon left 'started' as 'interrupted'; returns how many.
+  int close_started_calls();
   /// The calls of one tag; every tag when tag is empty.
   LlmTotals llm_totals(const std::string& tag = "");
   /// The tag's cost so far and its calls of the last hour (for the caps).
   llm::Spend spend(const std::string& tag) override;
   std::vector<LlmCallRow> llm_calls(int64_t experiment_id);
+  /// The limit learnt for provider within the last 7 days, if any.
+  std::optional<long> learnt_limit(const std::string& provider) override;
+  /// Remembers (replaces) the provider's limit.
+  void learn_limit(const std::string& provider, long tokens, const std::string& reason) override;
+  /// Every limit honoured now, for status.
+  std::vector<LearntLimit> learnt_limits();
+  /// What the tag's latest first prompt left out, the line the proposer put
+  /// at its top ("prompt within 24000 tokens ...: cut ..."); empty when that
+  /// prompt was whole.
+  std::string last_prompt_cut(const std::string& tag);
 
   // Reads for the dashboard.
   /// The trials of one experiment, oldest first.

@@ -284,6 +284,64 @@ TEST(Store, LlmTotalsPerTag) {
   EXPECT_DOUBLE_EQ(t.cost_usd, 0.75);
   EXPECT_EQ(store.llm_totals("u").calls, 1);
   EXPECT_EQ(store.llm_totals().calls, 3);
+  EXPECT_EQ(t.estimated_calls, 0);
+  llm::CallRecord guessed{a, 3, "openai", "m", 1.0, 50, 5, 0, 0, "ok", 0.125, ""};
+  guessed.usage_estimated = true;
+  store.record(guessed);
+  EXPECT_EQ(store.llm_totals("t").estimated_calls, 1);
+  EXPECT_DOUBLE_EQ(store.spend("t").cost_usd, 0.875);  // the caps count the estimate
+  auto calls = store.llm_calls(a);
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_FALSE(calls[0].usage_estimated);
+  EXPECT_TRUE(calls[2].usage_estimated);
+}
+
+TEST(Store, ACallStartedIsRewrittenWhenItEndsAndInterruptedAfterAKill) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t a = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  llm::CallRecord started{a, 1, "openai", "m", 0, 500, 0, 0, 0, "started", 0.01, ""};
+  started.usage_estimated = true;
+  started.call_key = "k1";
+  store.call_started(started);
+  llm::CallRecord done{a, 1, "openai", "m", 2.5, 480, 20, 0, 0, "ok", 0.02, ""};
+  done.call_key = "k1";
+  store.record(done);
+  started.call_key = "k2";
+  store.call_started(started);  // in flight when the daemon was killed
+  EXPECT_EQ(store.llm_totals("t").calls, 2);
+  EXPECT_DOUBLE_EQ(store.spend("t").cost_usd, 0.03);  // the caps count the call in flight
+  EXPECT_EQ(store.spend("t").call_times.size(), 2u);
+  EXPECT_EQ(store.close_started_calls(), 1);
+  auto calls = store.llm_calls(a);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].status, "ok");
+  EXPECT_EQ(calls[0].output_tokens, 20);
+  EXPECT_FALSE(calls[0].usage_estimated);
+  EXPECT_EQ(calls[1].status, "interrupted");
+  EXPECT_EQ(calls[1].error, "the daemon was killed during the call");
+  EXPECT_EQ(store.close_started_calls(), 0);
+}
+
+TEST(Store, RemembersALearntLimitPerProvider) {
+  testing::TempDir dir;
+  const std::string path = (dir / "results.db").string();
+  {
+    Store store(path);
+    EXPECT_FALSE(store.learnt_limit("openai http://x/v1 m"));
+    store.learn_limit("openai http://x/v1 m", 24000, "HTTP 413 from openai: the request is too long");
+    store.learn_limit("openai http://x/v1 m", 18000, "HTTP 413 again");
+    store.learn_limit("anthropic http://y m", 50000, "prompt is too long");
+  }
+  Store again(path);  // a later start
+  EXPECT_EQ(again.learnt_limit("openai http://x/v1 m"), 18000);
+  EXPECT_EQ(again.learnt_limit("anthropic http://y m"), 50000);
+  EXPECT_FALSE(again.learnt_limit("openai http://x/v1 other-model"));
+  auto all = again.learnt_limits();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].provider, "openai http://x/v1 m");
+  EXPECT_EQ(all[1].reason, "HTTP 413 again");
 }
 
 TEST(Store, RecordsGroupsWithTheirLeadersStartTime) {

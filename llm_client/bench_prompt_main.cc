@@ -8,6 +8,12 @@
 // ten requests, and the input cost of the ten at the README's example prices,
 // without caching and with Anthropic's prompt caching (the prefix up to the
 // last cache_control breakpoint is written once, then read while it is the same).
+//
+// Then the grown tree: program.md grown to 16 KB and train.cu by 5 KB of code.
+// Its first request must still hold train.cu whole, and a READ round of a
+// 16 KB model file must return it whole within the limit, the way the
+// proposer computes a round's room (prompt.h read_room).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +24,7 @@
 #include <vector>
 
 #include "llm_client/chat_protocol.h"
+#include "llm_client/edit_format.h"
 #include "llm_client/prompt.h"
 
 // The assembly under test (docs/bench/prompt_before.txt holds the figures of
@@ -110,6 +117,34 @@ Flat flatten(const std::string& body) {
 
 double tokens(size_t chars) { return chars / 4.0; }
 
+/// program.md grown to `size` bytes: its own paragraphs again, as a longer
+/// program would add more of the same kind of guidance.
+std::string grown_program(const std::string& program, size_t size) {
+  std::string out = program;
+  for (int round = 2; out.size() < size; ++round)
+    out += "\n## Further notes, round " + std::to_string(round) + "\n\n" + program;
+  out.resize(size);
+  return out;
+}
+
+/// About `size` bytes of CUDA C++ of the kind a kept edit adds to train.cu:
+/// schedule helpers and a small kernel per block.
+std::string grown_code(size_t size) {
+  std::string out = "\n// Learning-rate and momentum schedules added by kept experiments.\n";
+  for (int i = 0; out.size() < size; ++i) {
+    std::string n = std::to_string(i);
+    out += "static float lr_schedule_" + n + "(int step, int total_steps) {\n"
+           "  const float warmup = 0.0" + std::to_string(1 + i % 9) + "f * total_steps;\n"
+           "  if (step < warmup) return (step + 1) / warmup;\n"
+           "  const float progress = (step - warmup) / fmaxf(1.0f, total_steps - warmup);\n"
+           "  return 0.5f * (1.0f + cosf(3.14159265f * progress));\n}\n\n"
+           "__global__ void scale_rows_" + n + "(float* __restrict__ x, const float* __restrict__ g, int n, int d) {\n"
+           "  int row = blockIdx.x, col = threadIdx.x;\n"
+           "  for (; col < d; col += blockDim.x) x[row * d + col] *= g[col];\n}\n\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,7 +216,44 @@ int main(int argc, char** argv) {
   std::printf("%s: input cost of 10 first requests $%.4f uncached, $%.4f with caching\n", argv[2], uncached, cached);
   std::printf("%s: $ per experiment (input + %.0f output tokens): $%.4f uncached, $%.4f with caching\n", argv[2],
               out_tokens, uncached / 10 + out_cost, cached / 10 + out_cost);
-  std::printf("RESULT first_request_bytes=%zu stable_prefix_share=%.3f cached_cost_ratio=%.3f\n", max_bytes, share,
-              cached / uncached);
+
+  // The grown tree: a longer program.md, a train.cu that kept edits made longer,
+  // the last experiment failed; and a READ of a 16 KB model file.
+  ard::ProposalContext grown = context;
+  grown.experiment_id = 111;
+  grown.program_md = grown_program(context.program_md, 16384);
+  grown.files[0].content += grown_code(5 * 1024);
+  const std::string probe_path = "trainer/model/read_probe_16k.cu";
+  std::string probe = slurp(root / "trainer/model/attention.cu");
+  while (probe.size() < 16384) probe += probe;
+  probe.resize(16384);
+  grown.files.push_back({probe_path, probe});
+  grown.history.assign(all.begin(), all.end());
+  grown.last_failure = ard::Failure{"build_fail", compiler_errors()};
+  llm::Prompt g = llm::build_prompt(grown, config);
+  llm::HttpRequest grown_request = llm::build_request(config, "", g.conversation);
+  const bool has_surface = std::find(g.whole.begin(), g.whole.end(), "trainer/train.cu") != g.whole.end();
+  std::printf("%s grown: program.md %zu bytes, train.cu %zu bytes: request %zu bytes, ~%.0f input tokens of %ld; "
+              "train.cu %s; %s\n",
+              argv[2], grown.program_md.size(), grown.files[0].content.size(), grown_request.body.size(),
+              tokens(render(g.conversation).size()), g.limit, has_surface ? "whole" : "in the map",
+              g.cuts.empty() ? "nothing cut" : llm::cut_note(g, config).c_str());
+
+  // The READ round as the proposer makes it: the answer, its room, the reply.
+  const std::string answer = "I want to see the kernel first.\nREAD: " + probe_path + "\n";
+  llm::ParsedAnswer parsed = llm::parse_answer(answer);
+  std::string reply = llm::read_reply(parsed.reads, grown.files, llm::read_room(g, config, answer));
+  llm::Conversation round = g.conversation;
+  round.messages.push_back({"assistant", answer});
+  round.messages.push_back({"user", reply});
+  const long round_tokens = llm::estimate_tokens(llm::render(round));
+  const bool read_ok = reply.find(probe) != std::string::npos && round_tokens <= g.limit;
+  std::printf("%s read: READ %s (%zu bytes): %s; the round's request ~%ld tokens of %ld\n", argv[2],
+              probe_path.c_str(), probe.size(), reply.find(probe) != std::string::npos ? "shown whole" : "NOT shown",
+              round_tokens, g.limit);
+
+  std::printf("RESULT first_request_bytes=%zu stable_prefix_share=%.3f cached_cost_ratio=%.3f "
+              "grown_prompt_has_surface=%d read_16k_ok=%d\n",
+              max_bytes, share, cached / uncached, has_surface ? 1 : 0, read_ok ? 1 : 0);
   return 0;
 }

@@ -2,6 +2,7 @@
 #include "llm_client/chat_client.h"
 
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,14 +10,30 @@
 
 namespace llm {
 
-namespace {
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", s);
   return buf;
+}
+
+/// Local time of day of Unix seconds t, "HH:MM:SS".
+std::string clock_time(double t) {
+  time_t whole = static_cast<time_t>(t);
+  struct tm tm {};
+  localtime_r(&whole, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+/// A 200 that is not an answer: what kNonAnswerLimit counts.
+bool is_non_answer(CallError e) {
+  return e == CallError::kBadJson || e == CallError::kEmpty || e == CallError::kBrokenStream;
 }
 }  // namespace
 
@@ -32,13 +49,14 @@ void sleep_seconds(double seconds, const std::atomic<bool>* cancel) {
 }
 
 ChatClient::ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper, uint64_t jitter_seed, Spend spent,
-                       LogLine log)
+                       LogLine log, Clock clock)
     : config_(std::move(config)),
       sink_(sink),
       sleeper_(std::move(sleeper)),
       rng_(jitter_seed ? jitter_seed : std::random_device{}()),
       cap_(config_.max_cost_usd, config_.max_calls_per_hour, std::move(spent)),
-      log_(std::move(log)) {
+      log_(std::move(log)),
+      clock_(clock ? std::move(clock) : Clock(unix_now)) {
   if (!config_.api_key_env.empty()) {
     const char* key = std::getenv(config_.api_key_env.c_str());
     if (!key || !*key)
@@ -63,7 +81,7 @@ double ChatClient::backoff(int retry) {
 
 std::optional<CapReached> ChatClient::cap_reached() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return cap_.check(unix_now());
+  return cap_.check(clock_());
 }
 
 ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id, int attempt,
@@ -80,22 +98,73 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (auto cap = cap_.check(unix_now())) {
+      const double now = clock_();
+      if (now < not_before_) {
+        // The provider said when: asking earlier costs a call and gets the same answer.
+        result.error = CallError::kRateLimited;
+        result.retry_at = not_before_;
+        result.message = "the provider asked not to be called before " + clock_time(not_before_) +
+                         " (Retry-After); no call until then";
+        return result;
+      }
+      if (auto cap = cap_.check(now)) {
         result.capped = cap;
         result.message = cap->reason;
         return result;
       }
-      cap_.start_call(unix_now());
+      cap_.start_call(now);
+    }
+    // Recorded before it is sent: a daemon killed during the call leaves a row the caps count.
+    CallRecord rec;
+    rec.experiment_id = experiment_id;
+    rec.attempt = attempt;
+    rec.provider = protocol_name(config_.protocol);
+    rec.model = config_.model;
+    rec.retry = retry;
+    if (sink_) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        rec.call_key = std::to_string(rng_()) + "-" + std::to_string(retry);
+      }
+      CallRecord started = rec;
+      started.status = "started";
+      started.input_tokens = static_cast<long>((request.body.size() + 3) / 4);
+      started.usage_estimated = true;
+      started.cost_usd = config_.cost(started.input_tokens, 0);
+      sink_->call_started(started);
     }
     HttpResponse response = http_post(request);
     CallOutcome o = parse_response(config_, response);
     ++result.calls;
     o.message = redact(o.message);
     o.text = redact(std::move(o.text));
+
+    // A successful call without usage: estimated, so that the caps still see it.
+    const bool answered = o.error == CallError::kNone || o.error == CallError::kTruncated;
+    bool estimated = false, warn_usage = false;
+    if (answered && o.usage.input == 0 && o.usage.output == 0 && o.usage.cache_read == 0 && o.usage.cache_write == 0) {
+      o.usage.input = static_cast<long>((request.body.size() + 3) / 4);
+      o.usage.output = static_cast<long>((o.text.size() + 3) / 4);
+      estimated = true;
+    }
     double cost = config_.cost(o.usage);
+    int non_answers;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       cap_.add_cost(cost);
+      if (answered) non_answers_ = 0;
+      else if (is_non_answer(o.error)) ++non_answers_;
+      non_answers = non_answers_;
+      if (estimated && !warned_usage_) warned_usage_ = warn_usage = true;
+    }
+    if (warn_usage && log_)
+      log_(label + ": " + protocol_name(config_.protocol) + " sent no usage; tokens and cost are estimated from the " +
+           "bytes sent and received (four characters a token) and the caps count the estimates");
+    if (is_non_answer(o.error) && non_answers >= kNonAnswerLimit) {
+      // Asking again gets the same: wait like for a server error, between asks.
+      o.error = CallError::kNoAnswer;
+      o.message = std::to_string(non_answers) + " responses in a row were not answers; the provider is treated as "
+                  "unavailable: " + o.message;
     }
 
     // What follows this call: nothing, or a wait and another call.
@@ -113,24 +182,25 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
         else
           wait = w;
       }
+      if (!wait && o.retry_after_s) {
+        // Honoured between asks too: no call before it, up to kMaxRetryAfterS.
+        std::lock_guard<std::mutex> lock(mutex_);
+        not_before_ = std::max(not_before_, clock_() + std::min(*o.retry_after_s, kMaxRetryAfterS));
+        result.retry_at = not_before_;
+      }
     }
 
     if (sink_) {
-      CallRecord rec;
-      rec.experiment_id = experiment_id;
-      rec.attempt = attempt;
-      rec.provider = protocol_name(config_.protocol);
-      rec.model = config_.model;
       rec.latency_s = response.latency_s;
       rec.input_tokens = o.usage.input;
       rec.output_tokens = o.usage.output;
       rec.cache_read_tokens = o.usage.cache_read;
       rec.cache_write_tokens = o.usage.cache_write;
+      rec.usage_estimated = estimated;
       rec.status = o.status;
       rec.cost_usd = cost;
       rec.error = o.message;
       if (o.error != CallError::kNone) rec.response = o.text;  // a broken stream's partial text
-      rec.retry = retry;
       rec.wait_s = wait.value_or(0);
       sink_->record(rec);
     }

@@ -1,11 +1,22 @@
 // The chat client: one question to the configured provider, asked again with
 // exponential backoff and jitter while the failure is retryable (connection,
-// timeout, 429, 5xx, a broken stream), honouring Retry-After. Every HTTP call,
-// failed or not, is reported to the CallSink with its usage (cached tokens
+// timeout, 429, 5xx, a broken stream), honouring Retry-After. Every HTTP call
+// is reported to the CallSink as started before it is sent, then, failed or
+// not, with its usage (cached tokens
 // included), estimated cost, retry number and the wait that follows it, and
 // to the log hook as one line when it failed. Before each call the spending
 // caps are checked: a reached cap makes no call and says until when. A set
 // cancel flag ends a call or a wait within 100 ms.
+//
+// Between asks: a Retry-After longer than max_backoff_s (or one on the last
+// retry) is remembered, and no call goes out before it (at most
+// kMaxRetryAfterS later); the ask says until when. kNonAnswerLimit 200s in a
+// row that are not answers (a body that is not the protocol's JSON, no text,
+// a stream without its last event) make the provider unavailable (kNoAnswer)
+// instead of being handed back as bad answers, until an answer comes. A
+// successful call without usage has its tokens estimated from the bytes sent
+// and received (four characters a token), recorded as estimated, priced and
+// counted by the caps; the log says so once.
 //
 // The API key is read once from the environment variable the config names
 // and only ever placed in a request header; every message and answer that
@@ -13,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -31,6 +43,16 @@ namespace llm {
 using Sleeper = std::function<void(double seconds, const std::atomic<bool>* cancel)>;
 void sleep_seconds(double seconds, const std::atomic<bool>* cancel);
 
+/// Unix seconds now; tests pass a clock of their own.
+using Clock = std::function<double()>;
+double unix_now();
+
+/// The longest Retry-After honoured between asks (one hour); a longer one is
+/// cut to it.
+constexpr double kMaxRetryAfterS = 3600;
+/// 200s in a row without an answer after which the provider is unavailable.
+constexpr int kNonAnswerLimit = 3;
+
 /// Receives one line per failed call and retry ("llm call 2 of #14: http_529 ...; retry in 4.1 s").
 using LogLine = std::function<void(const std::string& line)>;
 
@@ -42,6 +64,9 @@ struct ChatResult {
   int calls = 0;                       ///< HTTP calls made
   TokenUsage usage;                    ///< of the last call
   std::optional<CapReached> capped;    ///< set when a cap stopped the question before a call
+  /// Unix seconds before which the provider asked not to be called
+  /// (Retry-After); 0 when it did not.
+  double retry_at = 0;
   bool ok() const { return error == CallError::kNone && !capped; }
 };
 
@@ -56,8 +81,9 @@ class ChatClient {
   /// sink may be null (calls are then not recorded). jitter_seed fixes the
   /// jitter sequence for tests.
   /// spent: the tag's spend so far (the caps start from it).
+  /// clock: the caps' and Retry-After's time (unix_now when empty).
   ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper = sleep_seconds, uint64_t jitter_seed = 0,
-             Spend spent = {}, LogLine log = {});
+             Spend spent = {}, LogLine log = {}, Clock clock = {});
 
   /// Asks; experiment_id and attempt label the call records. cancel may be
   /// null. Safe to call from several threads at once.
@@ -82,7 +108,11 @@ class ChatClient {
   std::mt19937_64 rng_;
   SpendCap cap_;
   LogLine log_;
+  Clock clock_;
   std::string last_logged_;  ///< the last failure logged without a retry (guarded by mutex_)
+  double not_before_ = 0;    ///< no call before this (Retry-After; guarded by mutex_)
+  int non_answers_ = 0;      ///< 200s in a row that were not answers (guarded by mutex_)
+  bool warned_usage_ = false;  ///< the missing usage was logged (guarded by mutex_)
 };
 
 }  // namespace llm

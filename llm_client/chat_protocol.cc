@@ -71,6 +71,47 @@ CallOutcome transport_failure(const HttpResponse& r) {
   return o;
 }
 
+/// What an error kind means to the user, naming the key's variable or the model.
+std::string what_failed(const LlmConfig& config, CallError e) {
+  switch (e) {
+    case CallError::kAuth: return "the API key was refused (check $" + config.api_key_env + ")";
+    case CallError::kBadModel: return "model '" + config.model + "' or base_url " + config.base_url + " not found";
+    case CallError::kRateLimited: return "rate limited";
+    case CallError::kServer: return "server error";
+    case CallError::kContextLength: return "the request is too long";
+    default: return "request rejected";
+  }
+}
+
+/// The kind of an error event's "error" object, read the way its HTTP status
+/// would be: Anthropic's error.type (authentication_error, permission_error,
+/// rate_limit_error, overloaded_error, ...), OpenAI's error.code or type
+/// (invalid_api_key, rate_limit_exceeded, ...), or a numeric code or status.
+CallError stream_error_kind(const json& e) {
+  std::string words;
+  long status = 0;
+  if (e.is_object()) {
+    for (const char* key : {"type", "code", "status"}) {
+      auto it = e.find(key);
+      if (it == e.end()) continue;
+      if (it->is_string()) words += " " + it->get<std::string>();
+      if (it->is_number_integer()) status = it->get<long>();
+    }
+    if (e.contains("message") && e["message"].is_string() && says_too_long(e["message"].get<std::string>()))
+      return CallError::kContextLength;
+  } else if (e.is_string()) {
+    words = e.get<std::string>();
+  }
+  for (char& c : words) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&](const char* w) { return words.find(w) != std::string::npos; };
+  if (status == 401 || status == 403 || has("authentication") || has("permission") || has("invalid_api_key") ||
+      has("unauthorized") || has("forbidden"))
+    return CallError::kAuth;
+  if (status == 429 || has("rate_limit")) return CallError::kRateLimited;
+  if (status == 413 || has("context_length") || has("request_too_large")) return CallError::kContextLength;
+  return CallError::kServer;
+}
+
 CallOutcome http_failure(const LlmConfig& config, const HttpResponse& r) {
   CallOutcome o;
   long s = r.status;
@@ -83,15 +124,7 @@ CallOutcome http_failure(const LlmConfig& config, const HttpResponse& r) {
   else if (s == 404 || r.body.find("model_not_found") != std::string::npos) o.error = CallError::kBadModel;
   else o.error = CallError::kBadRequest;
 
-  std::string what;
-  switch (o.error) {
-    case CallError::kAuth: what = "the API key was refused (check $" + config.api_key_env + ")"; break;
-    case CallError::kBadModel: what = "model '" + config.model + "' or base_url " + config.base_url + " not found"; break;
-    case CallError::kRateLimited: what = "rate limited"; break;
-    case CallError::kServer: what = "server error"; break;
-    case CallError::kContextLength: what = "the request is too long"; break;
-    default: what = "request rejected"; break;
-  }
+  std::string what = what_failed(config, o.error);
   o.message = "HTTP " + std::to_string(s) + " from " + protocol_name(config.protocol) + ": " + what + ": " +
               one_line(provider_says, 240);
   if (auto it = r.headers.find("retry-after"); it != r.headers.end()) o.retry_after_s = parse_retry_after(it->second);
@@ -168,10 +201,10 @@ bool read_stream(const LlmConfig& config, const std::string& body, CallOutcome& 
     json j = json::parse(d, nullptr, false);
     if (!j.is_object()) continue;
     if (j.contains("error")) {
-      o.error = CallError::kServer;
+      o.error = stream_error_kind(j["error"]);
       o.status = "stream_error";
       o.message = "error event in the stream from " + std::string(protocol_name(config.protocol)) + ": " +
-                  one_line(error_message(d), 240);
+                  what_failed(config, o.error) + ": " + one_line(error_message(d), 240);
       return true;
     }
     if (config.protocol == Protocol::kOpenAI) {
@@ -245,6 +278,8 @@ bool is_retryable(CallError e) {
   return e == CallError::kConnect || e == CallError::kTimeout || e == CallError::kNetwork ||
          e == CallError::kRateLimited || e == CallError::kServer || e == CallError::kBrokenStream;
 }
+
+bool is_unavailable(CallError e) { return is_retryable(e) || e == CallError::kNoAnswer; }
 
 bool is_fatal(CallError e) { return e == CallError::kAuth || e == CallError::kBadModel || e == CallError::kBadRequest; }
 

@@ -47,10 +47,14 @@ enum class CallError {
   kBrokenStream, ///< the event stream ended (or broke) before its last event
   kContextLength,  ///< 413, or the prompt is longer than the model's context
   kCancelled,    ///< the daemon is stopping
+  kNoAnswer,     ///< several 200s in a row that were not answers: the provider is unavailable
 };
 
 /// Worth calling again after a wait (transport, 429, 5xx, a broken stream).
 bool is_retryable(CallError e);
+/// The provider cannot answer now: the proposer reports it unavailable
+/// (every retryable error once the retries are spent, and kNoAnswer).
+bool is_unavailable(CallError e);
 /// Stops the daemon: no later call can succeed without a config change.
 bool is_fatal(CallError e);
 
@@ -66,7 +70,10 @@ struct CallOutcome {
 /// The request for one call; api_key empty sends no key header.
 HttpRequest build_request(const LlmConfig& config, const std::string& api_key, const Conversation& conversation);
 
-/// Classifies a response of the configured protocol.
+/// Classifies a response of the configured protocol. An error event inside a
+/// 200 stream is classified like the HTTP status it stands for: an
+/// authentication or permission error is kAuth, a rate limit kRateLimited, a
+/// context-length error kContextLength, anything else kServer.
 CallOutcome parse_response(const LlmConfig& config, const HttpResponse& response);
 
 /// A conversation as one text, for the proposal_attempts table and `show`.

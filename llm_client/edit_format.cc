@@ -181,7 +181,7 @@ ParsedAnswer parse_answer(const std::string& answer) {
   return out;
 }
 
-std::string edit_format_instructions(int read_rounds, long read_max_bytes) {
+std::string edit_format_instructions(int read_rounds, long read_bytes) {
   std::string read;
   if (read_rounds > 0)
     read = R"(
@@ -196,7 +196,7 @@ READ: trainer/model/attention.cu 1-200
 
 You get the text and can answer again (with an edit, or more READ lines). You have )" +
            std::to_string(read_rounds) + " such round" + (read_rounds == 1 ? "" : "s") + " of at most " +
-           std::to_string(read_max_bytes) + R"( bytes each; ask for line ranges
+           std::to_string(read_bytes) + R"( bytes each; ask for line ranges
 of large files.
 )";
   return R"(## How to answer

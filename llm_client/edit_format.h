@@ -58,6 +58,6 @@ ParsedAnswer parse_answer(const std::string& answer);
 
 /// The instructions, added to every prompt, that define this format;
 /// read_rounds > 0 adds the READ round and its bounds.
-std::string edit_format_instructions(int read_rounds = 0, long read_max_bytes = 0);
+std::string edit_format_instructions(int read_rounds = 0, long read_bytes = 0);
 
 }  // namespace llm

@@ -87,7 +87,10 @@ LlmConfig parse_llm_config(const toml::table& table) {
   if (c.history_tokens >= c.context_tokens)
     r.fail("history_tokens", "must be < context_tokens (" + std::to_string(c.context_tokens) + ")");
   c.max_read_rounds = static_cast<int>(r.integer("max_read_rounds", 0, 20).value_or(c.max_read_rounds));
-  c.read_max_bytes = r.integer("read_max_bytes", 1000, 100000000).value_or(c.read_max_bytes);
+  // read_max_bytes: the key's former name, still read.
+  if (auto old = r.integer("read_max_bytes", 1000, 100000000)) c.read_bytes = *old;
+  c.read_bytes = r.integer("read_bytes", 1000, 100000000).value_or(c.read_bytes);
+  c.first_request_tokens = r.integer("first_request_tokens", 1000, 100000000).value_or(c.first_request_tokens);
   if (auto v = r.boolean("stream")) c.stream = *v;
   c.idle_timeout_s = r.num("idle_timeout_s", 0.001, kDay).value_or(c.idle_timeout_s);
   if (auto v = r.str("cache_ttl")) {

@@ -58,9 +58,18 @@ struct LlmConfig {
   double max_backoff_s = 60;         ///< cap on one wait; a longer Retry-After gives up
   int max_edit_attempts = 3;         ///< rounds of asking again after an edit fails
   long history_tokens = 1000;        ///< budget of the past-experiments table in the prompt
-  long context_tokens = 11500;       ///< the whole request's limit (estimated tokens), every round
+  /// The whole request's limit (estimated tokens), every round: the first
+  /// prompt plus the READ reserve fit it (docs/llm.md, "The prompt").
+  long context_tokens = 32000;
+  /// What the first request aims at (11500: about 47 KB at today's tree): the
+  /// history and the failure give way to it down to their minimums, and
+  /// headers are given whole only while it holds; the research
+  /// surface and program.md may pass it, up to context_tokens less the READ reserve.
+  long first_request_tokens = 11500;
   int max_read_rounds = 2;           ///< READ: rounds per experiment before an edit is required
-  long read_max_bytes = 24000;       ///< file text one READ round may return
+  /// File text one READ round may return, reserved in every first prompt's
+  /// budget so that a read of this size always fits (formerly read_max_bytes).
+  long read_bytes = 16384;
   bool stream = true;                ///< ask for server-sent events
   double idle_timeout_s = 60;        ///< no byte for this long ends a call (retryable)
   std::string cache_ttl = "1h";      ///< Anthropic cache_control ttl: "5m" or "1h"
@@ -68,6 +77,10 @@ struct LlmConfig {
   int max_calls_per_hour = 60;       ///< HTTP calls in any 60 minutes
   OnCap on_cap = OnCap::kPause;
   std::map<std::string, Price> prices;  ///< by model name
+
+  /// The tokens a first prompt leaves free for a READ round: read_bytes of
+  /// file text plus the reply's headings and the READ answer (1 KB).
+  long read_reserve_tokens() const { return (read_bytes + 1024) / 4; }
 
   /// The estimated cost of a call; 0 for a model with no price.
   double cost(const TokenUsage& usage) const;

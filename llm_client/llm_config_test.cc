@@ -102,7 +102,11 @@ TEST(LlmConfig, ErrorsNameTheKey) {
 
 TEST(LlmConfig, BudgetCacheStreamAndCapKeys) {
   LlmConfig d = parse_llm_config(parse("provider = 'anthropic'\nmodel = 'm'\n"));
-  EXPECT_EQ(d.context_tokens, 11500);
+  EXPECT_EQ(d.context_tokens, 32000);
+  EXPECT_EQ(d.read_bytes, 16384);
+  EXPECT_EQ(d.first_request_tokens, 11500);
+  // The READ reserve and the stock first request fit with room to spare.
+  EXPECT_GE(d.context_tokens - d.read_reserve_tokens(), 2 * d.first_request_tokens);
   EXPECT_EQ(d.max_calls_per_hour, 60);
   EXPECT_FALSE(d.max_cost_usd.has_value());
   EXPECT_EQ(d.on_cap, OnCap::kPause);
@@ -115,7 +119,8 @@ model = "m"
 context_tokens = 30000
 history_tokens = 2000
 max_read_rounds = 0
-read_max_bytes = 5000
+read_bytes = 5000
+first_request_tokens = 9000
 stream = false
 idle_timeout_s = 15
 cache_ttl = "5m"
@@ -130,7 +135,10 @@ cache_write = 3.75
 )"));
   EXPECT_EQ(c.context_tokens, 30000);
   EXPECT_EQ(c.max_read_rounds, 0);
-  EXPECT_EQ(c.read_max_bytes, 5000);
+  EXPECT_EQ(c.read_bytes, 5000);
+  EXPECT_EQ(c.first_request_tokens, 9000);
+  // The key's former name is still read.
+  EXPECT_EQ(parse_llm_config(parse("provider = 'openai'\nmodel = 'm'\nread_max_bytes = 7000\n")).read_bytes, 7000);
   EXPECT_FALSE(c.stream);
   EXPECT_DOUBLE_EQ(c.idle_timeout_s, 15);
   EXPECT_EQ(c.cache_ttl, "5m");

@@ -18,21 +18,49 @@ ard::ProposalResult failed(ard::ProposalError::Kind kind, std::string message,
   return r;
 }
 
-/// The prompt at the first shrink level whose estimate fits its limit.
-Prompt fitting_prompt(const ard::ProposalContext& context, const LlmConfig& config, int& shrink) {
-  for (;; ++shrink) {
-    Prompt p = build_prompt(context, config, shrink);
-    if (shrink == kMaxShrink || estimate_tokens(render(p.conversation)) <= context_limit(config, shrink)) return p;
-  }
-}
+/// Below this the limit is not lowered: the daemon stops instead.
+constexpr long kMinLimit = 1000;
 
 }  // namespace
 
 LlmProposer::LlmProposer(LlmConfig config, PathPolicy policy, CallSink* sink, Sleeper sleeper, Spend spent,
                          std::unique_ptr<ard::Proposer> on_cap, LogLine log)
-    : client_(std::move(config), sink, std::move(sleeper), 0, std::move(spent), std::move(log)),
+    : client_(std::move(config), sink, std::move(sleeper), 0, std::move(spent), log),
       policy_(std::move(policy)),
-      on_cap_(std::move(on_cap)) {}
+      on_cap_(std::move(on_cap)),
+      sink_(sink),
+      log_(std::move(log)) {
+  const LlmConfig& c = client_.config();
+  provider_ = std::string(protocol_name(c.protocol)) + " " + c.base_url + " " + c.model;
+  if (sink_)
+    if (auto learnt = sink_->learnt_limit(provider_)) learnt_ = *learnt;
+}
+
+long LlmProposer::limit() const {
+  long learnt = learnt_.load();
+  long configured = client_.config().context_tokens;
+  return learnt > 0 ? std::min(learnt, configured) : configured;
+}
+
+void LlmProposer::lower_limit(long tokens, const std::string& reason) {
+  long now = learnt_.load();
+  do {
+    if (now != 0 && now <= tokens) return;  // as low already (another thread's refusal)
+  } while (!learnt_.compare_exchange_weak(now, tokens));
+  if (sink_) sink_->learn_limit(provider_, tokens, reason);
+  if (log_) log_("llm: " + provider_ + " refused a request: its limit is now " + std::to_string(tokens) +
+                 " tokens (remembered): " + reason);
+}
+
+void LlmProposer::log_cuts(long experiment_id, const std::string& note) {
+  if (!log_) return;
+  {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    if (note == last_cuts_) return;
+    last_cuts_ = note;
+  }
+  if (!note.empty()) log_("#" + std::to_string(experiment_id) + " " + note);
+}
 
 std::string LlmProposer::name() const {
   return std::string("llm:") + protocol_name(client_.config().protocol) + "/" + client_.config().model;
@@ -58,10 +86,10 @@ ard::ProposalResult LlmProposer::propose(const ard::ProposalContext& context) {
   std::vector<ard::ProposalAttempt> attempts;
   if (auto cap = client_.cap_reached()) return capped(*cap, context, std::move(attempts));
 
-  int shrink = 0;
-  Prompt prompt = fitting_prompt(context, config, shrink);
+  Prompt prompt = build_prompt(context, config, limit());
   Conversation conv = prompt.conversation;
-  std::string note = prompt.shrunk;  // said at the top of the next stored prompt
+  std::string note = cut_note(prompt, config);  // said at the top of the next stored prompt
+  log_cuts(context.experiment_id, note);
   bool fresh = true;                 // the next call starts a conversation: store all of it
   int edit_rounds = 0, read_rounds = 0;
   std::string last_error;
@@ -70,7 +98,7 @@ ard::ProposalResult LlmProposer::propose(const ard::ProposalContext& context) {
       return failed(ard::ProposalError::Kind::kUnavailable, "cancelled: the daemon is stopping", std::move(attempts));
     // Later rounds add to the conversation; past the limit, keep only the
     // first message and the last exchange.
-    if (conv.messages.size() > 2 && estimate_tokens(render(conv)) > context_limit(config, shrink)) {
+    if (conv.messages.size() > 2 && estimate_tokens(render(conv)) > prompt.limit) {
       Conversation short_conv = prompt.conversation;
       short_conv.messages.insert(short_conv.messages.end(), conv.messages.end() - 2, conv.messages.end());
       conv = std::move(short_conv);
@@ -97,23 +125,28 @@ ard::ProposalResult LlmProposer::propose(const ard::ProposalContext& context) {
     if (answer.error == CallError::kContextLength) {
       a.error = answer.message;
       attempts.push_back(std::move(a));
-      if (shrink == kMaxShrink)
+      // The server's limit is below what it refused: ask within three quarters of it.
+      long lowered = std::min(prompt.limit, estimate_tokens(render(conv))) * 3 / 4;
+      if (lowered < kMinLimit)
         return failed(ard::ProposalError::Kind::kFatal,
                       "the smallest prompt is still too long for the server (lower llm.context_tokens): " +
                           answer.message,
                       std::move(attempts));
-      ++shrink;
-      prompt = fitting_prompt(context, config, shrink);
+      lower_limit(lowered, first_line(answer.message));
+      prompt = build_prompt(context, config, limit());
       conv = prompt.conversation;
-      note = prompt.shrunk + " after: " + first_line(answer.message);
+      note = cut_note(prompt, config) + " after: " + first_line(answer.message);
+      log_cuts(context.experiment_id, cut_note(prompt, config));
       fresh = true;
       continue;
     }
-    if (is_retryable(answer.error) || is_fatal(answer.error)) {
+    if (is_unavailable(answer.error) || is_fatal(answer.error)) {
       a.error = answer.message;
       attempts.push_back(std::move(a));
       auto kind = is_fatal(answer.error) ? ard::ProposalError::Kind::kFatal : ard::ProposalError::Kind::kUnavailable;
-      return failed(kind, answer.message, std::move(attempts));
+      ard::ProposalResult r = failed(kind, answer.message, std::move(attempts));
+      r.error->retry_at = answer.retry_at;  // a Retry-After: no ask before it
+      return r;
     }
 
     std::string error, reply;
@@ -125,9 +158,7 @@ ard::ProposalResult LlmProposer::propose(const ard::ProposalContext& context) {
       ParsedAnswer parsed = parse_answer(answer.text);
       if (!parsed.reads.empty() && read_rounds < config.max_read_rounds) {
         ++read_rounds;
-        long room = context_limit(config, shrink) - estimate_tokens(render(conv)) - estimate_tokens(answer.text) - 100;
-        size_t max_chars = static_cast<size_t>(std::clamp<long>(room * 4, 0, config.read_max_bytes));
-        reply = read_reply(parsed.reads, context.files, max_chars);
+        reply = read_reply(parsed.reads, context.files, read_room(prompt, config, answer.text));
       } else if (!parsed.reads.empty()) {
         error = "no READ rounds left (" + std::to_string(config.max_read_rounds) + " used): answer with an edit";
       } else if (!parsed.error.empty()) {

@@ -12,6 +12,11 @@ namespace {
 
 constexpr size_t kFailureChars = 6000;  // compiler errors and log tails beyond this are cut in the middle
 constexpr long kAskTokens = 40;         // the closing "Propose the next experiment" line
+constexpr long kSectionTokens = 100;    // the history's and the failure's headings and fences
+constexpr long kMinHistoryTokens = 80;  // the best row and the table's head: never cut
+constexpr size_t kMinFailureChars = 600;   // the failure's first and last lines: never cut
+constexpr size_t kMinProgramBytes = 1000;  // program.md's opening: never cut
+constexpr long kReadSlackTokens = 50;      // the READ reply's wording around the files
 
 std::string bpb(const std::optional<double>& v) {
   if (!v) return "-";
@@ -74,8 +79,57 @@ std::string opening_comment(const std::string& content) {
   return "";
 }
 
-std::string map_line(const ard::EditableFile& f) {
-  return "- " + f.path + " (" + std::to_string(f.content.size()) + " bytes): " + opening_comment(f.content) + "\n";
+/// A map line; without detail, no description (the first cut of the map).
+std::string map_line(const ard::EditableFile& f, bool detail = true) {
+  std::string line = "- " + f.path + " (" + std::to_string(f.content.size()) + " bytes)";
+  if (detail) line += ": " + opening_comment(f.content);
+  return line + "\n";
+}
+
+/// program.md under its heading, its first `keep` bytes (cut at a line end)
+/// and a note when that is not all of it.
+std::string program_section(const std::string& program, size_t keep) {
+  std::string out = "\n# Research program\n\n";
+  if (keep >= program.size()) {
+    out += program;
+    if (out.back() != '\n') out += "\n";
+    return out;
+  }
+  size_t at = program.rfind('\n', keep);
+  size_t shown = (at != std::string::npos && at >= keep / 2) ? at + 1 : keep;
+  return out + program.substr(0, shown) + (shown > 0 && program[shown - 1] != '\n' ? "\n" : "") +
+         "[program.md cut here: " + std::to_string(shown) + " of " + std::to_string(program.size()) +
+         " bytes shown, to fit the prompt's limit]\n";
+}
+
+/// What one assembly keeps; the budget cuts it step by step (see prompt.h).
+struct Plan {
+  long history = 0;           ///< tokens of the history table
+  size_t failure_chars = 0;   ///< characters of the last failure
+  bool detail = true;         ///< the map's descriptions
+  size_t program_bytes = 0;   ///< bytes of program.md shown
+  long reads = 0;             ///< tokens left free for a READ round
+  bool surface = true;        ///< the research surface whole
+};
+
+/// The stable part of the user message: the files whole, the map, program.md.
+std::string stable_text(const std::vector<const ard::EditableFile*>& whole,
+                        const std::vector<const ard::EditableFile*>& mapped, bool detail, const std::string& program,
+                        size_t program_bytes) {
+  std::string u = "# Editable files\n\nThe current contents (the best version so far) of the files you may edit";
+  u += mapped.empty() ? ".\n" : "; the others are in the map after them.\n";
+  for (const auto* f : whole) u += fenced(f->path, f->content);
+  if (!mapped.empty()) {
+    u += "\n## Map of the other editable files (READ them to see them)\n\n";
+    for (const auto* f : mapped) u += map_line(*f, detail);
+  }
+  return u + program_section(program, program_bytes);
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& s : parts) out += (out.empty() ? "" : sep) + s;
+  return out;
 }
 
 }  // namespace
@@ -111,101 +165,150 @@ std::string history_table(const std::vector<ard::HistoryEntry>& history, long bu
   return out;
 }
 
-long context_limit(const LlmConfig& config, int shrink) {
-  // Each level asks for a quarter less: the server's limit is below our estimate.
-  return config.context_tokens * (4 - std::min(shrink, kMaxShrink)) / 4;
-}
-
-Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, int shrink) {
+Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long limit) {
+  if (limit <= 0 || limit > config.context_tokens) limit = config.context_tokens;
   Prompt p;
-  const long limit = context_limit(config, shrink);
-  const long history_tokens = shrink == 0 ? config.history_tokens : shrink == 1 ? config.history_tokens / 4 : 0;
-  const size_t failure_chars = shrink == 0 ? kFailureChars : kFailureChars / (2 * shrink);
-  const bool headers_whole = shrink < 2, surface_whole = shrink < 3;
-
+  p.limit = limit;
   p.conversation.system =
       "You are a research engineer improving a GPT pretraining program written in CUDA C++. "
       "Each experiment you propose is built and trained for a fixed wall-clock budget, and kept only if it "
       "lowers val_bpb.\n\n" +
-      edit_format_instructions(config.max_read_rounds, config.read_max_bytes);
+      edit_format_instructions(config.max_read_rounds, config.read_bytes);
+  const long system = estimate_tokens(p.conversation.system);
+  const std::string& program = c.program_md;
 
-  std::string program = "\n# Research program\n\n" + c.program_md;
-  if (program.back() != '\n') program += "\n";
-
-  // The failure's reserve is fixed, not its size, so that the stable part is
-  // the same whether or not the last experiment failed.
-  const long reserve = estimate_tokens(p.conversation.system) + estimate_tokens(program) + history_tokens +
-                       static_cast<long>(failure_chars / 4) + kAskTokens + 50;
-  const long files_budget = limit - reserve;
-
-  // 1. the research surface, 2. headers smallest first while they fit, 3. the map.
+  // The research surface (the shallowest files), headers, the rest.
   int top = 1 << 30;
   for (const auto& f : c.files) top = std::min(top, depth(f.path));
-  std::vector<const ard::EditableFile*> whole, mapped, headers;
+  std::vector<const ard::EditableFile*> surface, headers, others;
   for (const auto& f : c.files) {
-    if (surface_whole && depth(f.path) == top) whole.push_back(&f);
-    else if (headers_whole && is_header(f.path)) headers.push_back(&f);
-    else mapped.push_back(&f);
-  }
-  long used = 0;
-  for (const auto* f : whole) used += estimate_tokens(fenced(f->path, f->content));
-  for (const auto* f : headers) used += estimate_tokens(map_line(*f));
-  for (const auto* f : mapped) used += estimate_tokens(map_line(*f));
-  std::stable_sort(headers.begin(), headers.end(),
-                   [](auto* a, auto* b) { return a->content.size() < b->content.size(); });
-  for (const auto* f : headers) {
-    long cost = estimate_tokens(fenced(f->path, f->content)) - estimate_tokens(map_line(*f));
-    if (used + cost <= files_budget) {
-      whole.push_back(f);
-      used += cost;
-    } else {
-      mapped.push_back(f);
-    }
+    if (depth(f.path) == top) surface.push_back(&f);
+    else if (is_header(f.path)) headers.push_back(&f);
+    else others.push_back(&f);
   }
   auto by_path = [](auto* a, auto* b) { return a->path < b->path; };
-  std::sort(whole.begin(), whole.end(), by_path);
-  std::sort(mapped.begin(), mapped.end(), by_path);
+  auto lists = [&](const Plan& plan, const std::vector<const ard::EditableFile*>& extra) {
+    std::vector<const ard::EditableFile*> whole = extra, mapped = headers;
+    mapped.insert(mapped.end(), others.begin(), others.end());
+    (plan.surface ? whole : mapped).insert((plan.surface ? whole : mapped).end(), surface.begin(), surface.end());
+    for (const auto* f : extra) mapped.erase(std::find(mapped.begin(), mapped.end(), f));
+    std::sort(whole.begin(), whole.end(), by_path);
+    std::sort(mapped.begin(), mapped.end(), by_path);
+    return std::make_pair(whole, mapped);
+  };
+  // The estimate of a whole first request and its reserves: the stable part
+  // as it would be, the history and failure at their allowances.
+  auto total = [&](const Plan& plan) {
+    auto [whole, mapped] = lists(plan, {});
+    return system + estimate_tokens(stable_text(whole, mapped, plan.detail, program, plan.program_bytes)) +
+           plan.history + static_cast<long>(plan.failure_chars / 4) + kAskTokens + kSectionTokens + plan.reads;
+  };
 
-  std::string u = "# Editable files\n\nThe current contents (the best version so far) of the files you may edit";
-  u += mapped.empty() ? ".\n" : "; the others are in the map after them.\n";
-  for (const auto* f : whole) {
-    u += fenced(f->path, f->content);
-    p.whole.push_back(f->path);
-  }
-  if (!mapped.empty()) {
-    u += "\n## Map of the other editable files (READ them to see them)\n\n";
-    for (const auto* f : mapped) {
-      u += map_line(*f);
-      p.mapped.push_back(f->path);
+  // The allowances are the config's, not the history's or the failure's size,
+  // so that the stable part is the same whether or not the last one failed.
+  // Over the limit, each step cuts only what is needed, in this order.
+  Plan plan;
+  for (bool keep_surface : {true, false}) {
+    if (!keep_surface && surface.empty()) break;
+    plan = Plan{config.history_tokens, kFailureChars, true, program.size(), config.read_reserve_tokens(), keep_surface};
+    p.cuts.clear();
+    if (!keep_surface) {
+      std::string paths;
+      for (const auto* f : surface) paths += (paths.empty() ? "" : ", ") + f->path;
+      p.cuts.push_back(paths + " in the map");
     }
+    long excess = total(plan) - limit;
+    if (excess > 0 && plan.history > kMinHistoryTokens) {
+      plan.history = std::max(kMinHistoryTokens, plan.history - excess);
+      p.cuts.push_back("older history rows (history within " + std::to_string(plan.history) + " tokens)");
+      excess = total(plan) - limit;
+    }
+    if (excess > 0 && plan.failure_chars > kMinFailureChars) {
+      plan.failure_chars = std::max<long>(kMinFailureChars, static_cast<long>(plan.failure_chars) - excess * 4);
+      p.cuts.push_back("the last failure's log (" + std::to_string(plan.failure_chars) + " characters)");
+      excess = total(plan) - limit;
+    }
+    if (excess > 0 && !(headers.empty() && others.empty() && plan.surface)) {
+      plan.detail = false;
+      p.cuts.push_back("the map's descriptions");
+      excess = total(plan) - limit;
+    }
+    if (excess > 0 && plan.program_bytes > kMinProgramBytes) {
+      // The note the cut adds is paid for too.
+      plan.program_bytes = std::max<long>(kMinProgramBytes, static_cast<long>(plan.program_bytes) - excess * 4 - 400);
+      p.cuts.push_back("program.md's tail (" + std::to_string(plan.program_bytes) + " of " +
+                       std::to_string(program.size()) + " bytes shown)");
+      excess = total(plan) - limit;
+    }
+    if (excess > 0 && plan.reads > 0) {
+      plan.reads = std::max(0L, plan.reads - excess);
+      p.cuts.push_back("the READ reserve (" + std::to_string(plan.reads) + " tokens left for a read)");
+      excess = total(plan) - limit;
+    }
+    if (excess <= 0) break;
   }
-  u += program;
+
+  // The goal (first_request_tokens): the history and the failure give way to
+  // it first, down to their minimums (the best row; the failure's first and
+  // last lines); the usual assembly at today's tree, so not logged as a cut.
+  // Then headers whole, smallest first, while it holds.
+  const long goal = std::min(config.first_request_tokens + plan.reads, limit);
+  if (long excess = total(plan) - goal; excess > 0) {
+    long h = std::max(std::min(plan.history, kMinHistoryTokens), plan.history - excess);
+    excess -= plan.history - h;
+    plan.history = h;
+    size_t failure_floor = std::min(plan.failure_chars, kMinFailureChars);
+    plan.failure_chars = std::max<long>(failure_floor, static_cast<long>(plan.failure_chars) - std::max(0L, excess) * 4);
+  }
+  std::vector<const ard::EditableFile*> extra;
+  long used = total(plan);
+  std::vector<const ard::EditableFile*> by_size = headers;
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [](auto* a, auto* b) { return a->content.size() < b->content.size(); });
+  for (const auto* f : by_size) {
+    long cost = estimate_tokens(fenced(f->path, f->content)) - estimate_tokens(map_line(*f, plan.detail));
+    if (used + cost > goal) break;
+    extra.push_back(f);
+    used += cost;
+  }
+  auto [whole, mapped] = lists(plan, extra);
+  for (const auto* f : whole) p.whole.push_back(f->path);
+  for (const auto* f : mapped) p.mapped.push_back(f->path);
+
+  std::string u = stable_text(whole, mapped, plan.detail, program, plan.program_bytes);
   p.conversation.messages.push_back({"user", "", 0});
   const size_t stable = u.size();
 
-  // 5. history, 6. failure: within what is left.
-  long left = limit - estimate_tokens(p.conversation.system) - estimate_tokens(u) - kAskTokens;
-  u += "\n# Past experiments\n\n" + history_table(c.history, std::max(0L, std::min(history_tokens, left - 60)));
+  // 5. history, 6. failure: within their allowances and what is left.
+  long left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
+  u += "\n# Past experiments\n\n" + history_table(c.history, std::max(0L, std::min(plan.history, left - 60)));
   if (!c.noise_note.empty()) u += c.noise_note + "\n";
-  left = limit - estimate_tokens(p.conversation.system) - estimate_tokens(u) - kAskTokens;
+  left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
   if (c.last_failure) {
     size_t room = static_cast<size_t>(std::max(0L, left - 40) * 4);
     u += "\n# The last attempt failed (" + c.last_failure->kind + ")\n\nFix this, or try something else:\n\n" +
-         std::string("```\n") + cut_middle(c.last_failure->detail, std::min(failure_chars, room));
+         std::string("```\n") + cut_middle(c.last_failure->detail, std::min(plan.failure_chars, room));
     if (u.back() != '\n') u += "\n";
     u += "```\n";
   }
   u += "\nPropose the next experiment (experiment " + std::to_string(c.experiment_id) + ").\n";
   p.conversation.messages[0].content = std::move(u);
   p.conversation.messages[0].cache_prefix = stable;
-
-  if (shrink > 0) {
-    p.shrunk = "shrunk to " + std::to_string(limit) + " tokens: history " + std::to_string(history_tokens) +
-               " tokens, failure " + std::to_string(failure_chars) + " characters";
-    if (!headers_whole) p.shrunk += ", headers in the map";
-    if (!surface_whole) p.shrunk += ", every file in the map";
-  }
   return p;
+}
+
+std::string cut_note(const Prompt& prompt, const LlmConfig& config) {
+  if (prompt.cuts.empty() && prompt.limit >= config.context_tokens) return "";
+  std::string s = "prompt within " + std::to_string(prompt.limit) + " tokens";
+  if (prompt.limit < config.context_tokens)
+    s += " (lowered from llm.context_tokens " + std::to_string(config.context_tokens) + " by a server's refusal)";
+  if (!prompt.cuts.empty()) s += ": cut " + join(prompt.cuts, ", ");
+  return s;
+}
+
+size_t read_room(const Prompt& prompt, const LlmConfig& config, const std::string& answer) {
+  long room = prompt.limit - estimate_tokens(render(prompt.conversation)) - estimate_tokens(answer) - kReadSlackTokens;
+  return static_cast<size_t>(std::clamp<long>(room * 4, 0, config.read_bytes));
 }
 
 std::string retry_message(const std::string& error) {
@@ -217,6 +320,7 @@ std::string retry_message(const std::string& error) {
 std::string read_reply(const std::vector<ReadRequest>& reads, const std::vector<ard::EditableFile>& files,
                        size_t max_chars) {
   std::string out = "The files you asked for, as they stand at the best commit:\n";
+  size_t shown = 0;  // file text given so far
   for (const auto& r : reads) {
     auto it = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.path == r.path; });
     if (it == files.end()) {
@@ -231,13 +335,13 @@ std::string read_reply(const std::vector<ReadRequest>& reads, const std::vector<
       for (long i = first; i <= last; ++i) text += lines[i - 1] + "\n";
       label += " lines " + std::to_string(first) + "-" + std::to_string(last) + " of " + std::to_string(lines.size());
     }
-    std::string block = fenced(label, text);
-    if (out.size() + block.size() > max_chars) {
+    if (shown + text.size() > max_chars) {
       out += "\n## " + label + "\n\nNot shown: " + std::to_string(text.size()) +
              " bytes would pass this round's limit; ask for a line range.\n";
       continue;
     }
-    out += block;
+    shown += text.size();
+    out += fenced(label, text);
   }
   return out + "\nNow answer with the DESCRIPTION line and the edit (or READ lines, if rounds are left).";
 }

@@ -1,20 +1,26 @@
-// The prompt of one proposal, assembled within llm.context_tokens in a stable
-// order so that providers can cache its beginning (docs/llm.md, "The prompt"):
+// The prompt of one proposal, assembled within the request's token limit in a
+// stable order so that providers can cache its beginning (docs/llm.md, "The
+// prompt"):
 //
 //   system   the research task and the answer format (edit_format.h)
 //   user     1. the research surface whole (editable files at the shallowest
 //               depth: trainer/train.cu)
-//            2. headers (.h, .cuh, .hpp) whole, smallest first, while they fit
-//               the stable budget; shown in path order
+//            2. headers (.h, .cuh, .hpp) whole, smallest first, while the
+//               request stays within its goal, first_request_tokens (the
+//               history and failure give way to the goal first, down to
+//               their minimums); shown in path order
 //            3. a map of every other editable file: path, size, the first line
 //               of its opening comment (the model reads them with READ:)
 //            4. program.md                       <- cache breakpoint here
 //            5. the history table, within history_tokens
 //            6. the last failure, cut in the middle to fit
 //
-// Parts 1-4 change only when the best commit or program.md does. A shrink
-// level (after a 413 or a context-length error) cuts the history first, then
-// moves header bodies to the map, then the research surface too.
+// The first prompt leaves the READ reserve (llm.read_bytes) free. When the
+// whole does not fit the limit, it degrades in a fixed order, the research
+// surface last: older history rows, the failure's log, the map's descriptions,
+// program.md's tail (with a note), the READ reserve, and only then the
+// surface moves to the map. Parts 1-4 depend only on the files, program.md
+// and the limit, never on the history or the failure.
 #pragma once
 
 #include <string>
@@ -34,28 +40,35 @@ long estimate_tokens(const std::string& text);
 /// that fit in budget_tokens, oldest of them first.
 std::string history_table(const std::vector<ard::HistoryEntry>& history, long budget_tokens);
 
-/// The highest shrink level: history and failure cut short, only the map.
-constexpr int kMaxShrink = 3;
-
 struct Prompt {
   Conversation conversation;         ///< system and the first user message (its cache_prefix set)
   std::vector<std::string> whole;    ///< files given in full
   std::vector<std::string> mapped;   ///< files given as a map line
-  std::string shrunk;                ///< what shrink level > 0 left out, one line; empty at level 0
+  long limit = 0;                    ///< the token limit it was built within
+  std::vector<std::string> cuts;     ///< what was cut to fit, in the order cut; empty when nothing
+  long read_room = 0;                ///< tokens left for a READ round's reply (at most the reserve)
 };
 
-/// The conversation's system text and first user message, within
-/// config.context_tokens (scaled down by the shrink level).
-Prompt build_prompt(const ard::ProposalContext& context, const LlmConfig& config, int shrink = 0);
+/// The conversation's system text and first user message, within limit
+/// (estimated tokens; 0 or more than config.context_tokens: context_tokens).
+Prompt build_prompt(const ard::ProposalContext& context, const LlmConfig& config, long limit = 0);
 
-/// The estimated token limit at a shrink level.
-long context_limit(const LlmConfig& config, int shrink);
+/// One line saying what a prompt left out and why, e.g. "prompt within 24000
+/// tokens (llm.context_tokens 32000): cut older history rows (200 tokens)";
+/// empty for a prompt at the configured limit with nothing cut.
+std::string cut_note(const Prompt& prompt, const LlmConfig& config);
+
+/// The file text a READ round may return after `answer`: what the prompt's
+/// limit leaves once its first message and the answer are counted (earlier
+/// rounds are left out past the limit), at most config.read_bytes.
+size_t read_room(const Prompt& prompt, const LlmConfig& config, const std::string& answer);
 
 /// The follow-up message after an answer whose edit failed.
 std::string retry_message(const std::string& error);
 
-/// The reply to a READ round: the files (or line ranges) asked for, within
-/// max_chars; unknown paths and what did not fit are said so.
+/// The reply to a READ round: the files (or line ranges) asked for, while
+/// their text stays within max_chars; unknown paths and what did not fit are
+/// said so.
 std::string read_reply(const std::vector<ReadRequest>& reads, const std::vector<ard::EditableFile>& files,
                        size_t max_chars);
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace llm {
 namespace {
 
@@ -91,19 +93,28 @@ ard::ProposalContext big_tree() {
   return c;
 }
 
-TEST(Prompt, StaysWithinTheBudgetSurfaceWholeHeadersThatFitTheRestMapped) {
-  ard::ProposalContext c = big_tree();
+LlmConfig small_config() {
   LlmConfig cfg;
-  cfg.context_tokens = 9000;
+  cfg.context_tokens = 14000;
+  cfg.read_bytes = 8000;  // a reserve of 2256 tokens
+  cfg.first_request_tokens = 12000;
+  return cfg;
+}
+
+TEST(Prompt, LeavesTheReadReserveSurfaceWholeHeadersThatFitTheRestMapped) {
+  ard::ProposalContext c = big_tree();
+  LlmConfig cfg = small_config();
   Prompt p = build_prompt(c, cfg);
-  EXPECT_LE(estimate_tokens(render(p.conversation)), 9000);
+  EXPECT_EQ(p.limit, 14000);
+  EXPECT_LE(estimate_tokens(render(p.conversation)), 14000 - cfg.read_reserve_tokens());
   EXPECT_EQ(p.whole, (std::vector<std::string>{"trainer/model/small.cuh", "trainer/train.cu"}));
   EXPECT_EQ(p.mapped, (std::vector<std::string>{"trainer/model/huge.cuh", "trainer/model/kernels.cu"}));
+  EXPECT_TRUE(p.cuts.empty()) << cut_note(p, cfg);
+  EXPECT_EQ(cut_note(p, cfg), "");
   const std::string& u = p.conversation.messages[0].content;
   EXPECT_NE(u.find("- trainer/model/kernels.cu (30026 bytes): Kernels of small.cuh."), std::string::npos);
-  EXPECT_NE(u.find("characters cut"), std::string::npos);   // the failure, cut to fit
-  EXPECT_NE(u.find("not shown)"), std::string::npos);       // the history, cut to fit
-  EXPECT_EQ(p.shrunk, "");
+  EXPECT_NE(u.find("characters cut"), std::string::npos);   // the failure, cut to its allowance
+  EXPECT_NE(u.find("not shown)"), std::string::npos);       // the history, cut to its allowance
   // The stable part does not depend on the history or the failure.
   ard::ProposalContext later = c;
   later.history.push_back(entry(301, 0.9, "kept", "better"));
@@ -114,18 +125,64 @@ TEST(Prompt, StaysWithinTheBudgetSurfaceWholeHeadersThatFitTheRestMapped) {
   EXPECT_EQ(q.conversation.messages[0].content.substr(0, n), u.substr(0, n));
 }
 
-TEST(Prompt, ShrinkLevelsCutHistoryThenHeadersThenEveryFile) {
+TEST(Prompt, HeadersStayWithinTheFirstRequestGoal) {
   ard::ProposalContext c = big_tree();
-  LlmConfig cfg;
-  cfg.context_tokens = 9000;
-  Prompt one = build_prompt(c, cfg, 1), two = build_prompt(c, cfg, 2), three = build_prompt(c, cfg, 3);
-  EXPECT_LE(estimate_tokens(render(one.conversation)), context_limit(cfg, 1));
-  EXPECT_NE(one.shrunk.find("history 250 tokens"), std::string::npos) << one.shrunk;
-  EXPECT_EQ(two.whole, (std::vector<std::string>{"trainer/train.cu"}));
-  EXPECT_NE(two.shrunk.find("headers in the map"), std::string::npos);
-  EXPECT_TRUE(three.whole.empty());
-  EXPECT_EQ(three.mapped.size(), 4u);
-  EXPECT_LE(estimate_tokens(render(three.conversation)), context_limit(cfg, 3));
+  LlmConfig cfg = small_config();
+  cfg.context_tokens = 100000;  // room for everything, but the goal holds the headers back
+  Prompt p = build_prompt(c, cfg);
+  EXPECT_EQ(p.whole, (std::vector<std::string>{"trainer/model/small.cuh", "trainer/train.cu"}));
+  EXPECT_LE(estimate_tokens(render(p.conversation)), cfg.first_request_tokens);
+  cfg.first_request_tokens = 40000;
+  EXPECT_EQ(build_prompt(c, cfg).whole,
+            (std::vector<std::string>{"trainer/model/huge.cuh", "trainer/model/small.cuh", "trainer/train.cu"}));
+}
+
+// The cliff is gone: as the limit falls, the prompt gives up, in order, older
+// history rows, the failure's log, the map's descriptions, program.md's tail
+// and the READ reserve; the research surface goes to the map only when all of
+// them are spent, and the request always fits.
+TEST(Prompt, DegradesInOrderTheResearchSurfaceLast) {
+  ard::ProposalContext c = big_tree();
+  c.program_md = "# Program\n";
+  for (int i = 0; i < 150; ++i) c.program_md += "Line " + std::to_string(i) + " of the research program: try things.\n";
+  LlmConfig cfg = small_config();
+  const std::vector<std::string> order = {"older history rows", "the last failure's log", "the map's descriptions",
+                                          "program.md's tail", "the READ reserve"};
+  size_t most_cut = 0;
+  bool surface_went = false;
+  for (long limit = 14000; limit >= 2000; limit -= 250) {
+    Prompt p = build_prompt(c, cfg, limit);
+    SCOPED_TRACE("limit " + std::to_string(limit) + ": " + cut_note(p, cfg));
+    EXPECT_EQ(p.limit, limit);
+    long sent = estimate_tokens(render(p.conversation));
+    bool surface_whole = std::find(p.whole.begin(), p.whole.end(), "trainer/train.cu") != p.whole.end();
+    if (surface_whole) {
+      ASSERT_FALSE(surface_went) << "the surface came back at a lower limit";
+      EXPECT_LE(sent, limit);
+      // The cuts so far are a prefix of the order, each named once.
+      ASSERT_LE(p.cuts.size(), order.size());
+      for (size_t k = 0; k < p.cuts.size(); ++k) EXPECT_EQ(p.cuts[k].rfind(order[k], 0), 0u) << p.cuts[k];
+      most_cut = std::max(most_cut, p.cuts.size());
+    } else {
+      // Moved only once everything before it was cut.
+      if (!surface_went) EXPECT_EQ(most_cut, order.size());
+      surface_went = true;
+      ASSERT_FALSE(p.cuts.empty());
+      EXPECT_EQ(p.cuts[0], "trainer/train.cu in the map");
+    }
+    const std::string& u = p.conversation.messages[0].content;
+    bool program_cut = std::any_of(p.cuts.begin(), p.cuts.end(), [](auto& x) { return x.rfind("program.md", 0) == 0; });
+    EXPECT_EQ(u.find("[program.md cut here: ") != std::string::npos, program_cut);
+    EXPECT_NE(u.find("Line 0 of the research program"), std::string::npos);  // its opening always stays
+    EXPECT_NE(u.find("Propose the next experiment"), std::string::npos);
+  }
+  EXPECT_TRUE(surface_went);
+  Prompt low = build_prompt(c, cfg, 9000);
+  EXPECT_EQ(cut_note(low, cfg).rfind("prompt within 9000 tokens (lowered from llm.context_tokens 14000 by a server's "
+                                     "refusal): cut older history rows",
+                                     0),
+            0u)
+      << cut_note(low, cfg);
 }
 
 TEST(Prompt, ReadReplyGivesFilesAndRangesWithinItsLimit) {
@@ -134,6 +191,9 @@ TEST(Prompt, ReadReplyGivesFilesAndRangesWithinItsLimit) {
   EXPECT_NE(r.find("## a.cu lines 2-3 of 4\n\n```\ntwo\nthree\n```"), std::string::npos);
   EXPECT_NE(r.find("## nope.cu\n\nNot an editable file"), std::string::npos);
   EXPECT_NE(r.find("## big.cu\n\nNot shown: 5000 bytes"), std::string::npos);
+  // The limit counts file text: a file of exactly that size is shown whole.
+  std::string whole = read_reply({{"big.cu"}}, files, 5000);
+  EXPECT_NE(whole.find("## big.cu\n\n```\n" + std::string(5000, 'b')), std::string::npos);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // table per call (results.db.schema). Nothing here ever holds the API key.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct CallRecord {
   /// the next call, 0 when there is none.
   int retry = 0;
   double wait_s = 0;
+  /// The response had no usage: the tokens are estimated from the bytes sent
+  /// and received (four characters a token), and the cost from them.
+  bool usage_estimated = false;
+  /// Names the call across its two reports: call_started() and record().
+  std::string call_key;
 };
 
 /// What one tag has spent over every start, read when the proposer is built,
@@ -42,9 +48,20 @@ struct Spend {
 class CallSink {
  public:
   virtual ~CallSink() = default;
+  /// A call that ended (or failed): its final record.
   virtual void record(const CallRecord& call) = 0;
+  /// A call about to be sent, status "started", its input estimated from the
+  /// request (usage_estimated): a daemon killed during the call leaves a row
+  /// that the caps count. record() with the same call_key then replaces it.
+  virtual void call_started(const CallRecord& call) {}
   /// The spend of a tag so far; a sink that stores nothing has none.
   virtual Spend spend(const std::string& tag) { return {}; }
+  /// The request limit (estimated tokens) that a server's 413 or
+  /// context-length error taught for a provider (its protocol, base_url and
+  /// model, one string), when one is remembered; read when the proposer is built.
+  virtual std::optional<long> learnt_limit(const std::string& provider) { return std::nullopt; }
+  /// Remembers a lowered limit for the provider, with the refusal's first line.
+  virtual void learn_limit(const std::string& provider, long tokens, const std::string& reason) {}
 };
 
 }  // namespace llm

@@ -87,9 +87,10 @@ struct ProposalError {
   Kind kind = Kind::kFatal;
   std::string message;  ///< one line, names the cause; never holds a secret
   std::vector<ProposalAttempt> attempts;
-  /// kPaused only: Unix seconds when asking again may succeed (the hour's
-  /// oldest call drops out); infinity for a cost cap, which lifts only when
-  /// the config changes.
+  /// kPaused: Unix seconds when asking again may succeed (the hour's oldest
+  /// call drops out); infinity for a cost cap, which lifts only when the
+  /// config changes. kUnavailable: when the provider asked to be called again
+  /// (Retry-After), 0 when it did not say.
   double retry_at = 0;
 };
 

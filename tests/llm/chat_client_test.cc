@@ -1,7 +1,10 @@
 // The chat client against the fake LLM server, for both protocols: answers
-// and usage, retries after 429 (honouring Retry-After), 500 and a hang past
-// the timeout, no retry after 401/404 or a malformed or truncated answer,
-// every call reported to the sink, and the key never in a message.
+// and usage, retries after 429 (honouring Retry-After, also between asks, on
+// a fake clock), 500 and a hang past the timeout, no retry after 401/404 or a
+// malformed or truncated answer, a storm of non-answers made unavailable,
+// usage estimated when a server sends none, error events in a stream
+// classified like HTTP statuses, every call reported to the sink, and the key
+// never in a message.
 #include "llm_client/chat_client.h"
 
 #include <gtest/gtest.h>
@@ -22,8 +25,12 @@ using nlohmann::json;
 constexpr const char* kKey = "sk-test-0123456789abcdef";
 
 struct RecordingSink : CallSink {
-  std::vector<CallRecord> calls;
+  std::vector<CallRecord> calls, started;
   void record(const CallRecord& c) override { calls.push_back(c); }
+  void call_started(const CallRecord& c) override {
+    EXPECT_EQ(started.size(), calls.size()) << "a call started before the last one was recorded";
+    started.push_back(c);
+  }
 };
 
 class ChatClientTest : public ::testing::TestWithParam<Protocol> {
@@ -51,7 +58,7 @@ class ChatClientTest : public ::testing::TestWithParam<Protocol> {
   ChatClient client(const testing::FakeLlmServer& server, LlmConfig c = {}, Spend spent = {}) {
     if (c.model.empty()) c = config(server);
     return ChatClient(c, &sink_, [this](double s, const std::atomic<bool>*) { waits_.push_back(s); }, 42, spent,
-                      [this](const std::string& line) { log_.push_back(line); });
+                      [this](const std::string& line) { log_.push_back(line); }, [this] { return now_; });
   }
 
   Conversation question() const { return {"system text", {{"user", "propose something"}}}; }
@@ -60,6 +67,7 @@ class ChatClientTest : public ::testing::TestWithParam<Protocol> {
   RecordingSink sink_;
   std::vector<double> waits_;
   std::vector<std::string> log_;
+  double now_ = 1.7e9;  ///< the client's clock: moved by hand, never waited for
 };
 
 TEST_P(ChatClientTest, AnswerUsageCostAndHeaders) {
@@ -241,6 +249,8 @@ TEST_P(ChatClientTest, StreamedAnswerWithCachedUsageIsPriced) {
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.text, "DESCRIPTION: streamed in pieces");
   EXPECT_EQ(server.requests()[0]["body"]["stream"], true);
+  if (!anthropic())  // usage asked for: OpenAI-compatible streams carry none otherwise
+    EXPECT_EQ(server.requests()[0]["body"]["stream_options"]["include_usage"], true);
   ASSERT_EQ(sink_.calls.size(), 1u);
   const CallRecord& rec = sink_.calls[0];
   EXPECT_EQ(rec.cache_read_tokens, 8);
@@ -315,13 +325,11 @@ TEST_P(ChatClientTest, CallsPerHourCapStopsRetries) {
   LlmConfig cfg = config(server);
   cfg.max_calls_per_hour = 2;
   ChatClient c = client(server, cfg);
-  double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   ChatResult r = c.ask(question(), 1, 1);
   EXPECT_FALSE(r.ok());
   ASSERT_TRUE(r.capped.has_value());
   EXPECT_EQ(r.capped->reason, "LLM call cap 2/hour reached");
-  EXPECT_GE(r.capped->retry_at, before + 3600);
-  EXPECT_LT(r.capped->retry_at, before + 3700);
+  EXPECT_DOUBLE_EQ(r.capped->retry_at, now_ + 3600);  // the client's clock did not move
   EXPECT_EQ(server.requests().size(), 2u);
 }
 
@@ -354,6 +362,167 @@ TEST_P(ChatClientTest, AProviderThatStaysDownIsLoggedOnce) {
   EXPECT_EQ(sink_.calls.size(), 3u);  // every call recorded
   ASSERT_EQ(log_.size(), 1u);         // one log line
   EXPECT_NE(log_[0].find("script exhausted"), std::string::npos);
+}
+
+// 200s that are not answers (an HTML page, no text, an empty stream) are
+// handed back as bad answers twice; the third in a row makes the provider
+// unavailable, without retries inside the ask, until an answer comes.
+TEST_P(ChatClientTest, AStormOfNonAnswersMakesTheProviderUnavailable) {
+  json html = {{"raw", "<html><body>Sign in to the proxy</body></html>"}, {"content_type", "text/html"}};
+  testing::FakeLlmServer server(json::array({html, {{"empty", true}}, html, html, {{"answer", "DESCRIPTION: back"}},
+                                             html}),
+                                kKey, dir_.path());
+  ChatClient c = client(server);
+  EXPECT_EQ(c.ask(question(), 1, 1).error, CallError::kBadJson);
+  EXPECT_EQ(c.ask(question(), 1, 2).error, CallError::kEmpty);
+  ChatResult third = c.ask(question(), 1, 3);
+  EXPECT_EQ(third.error, CallError::kNoAnswer);
+  EXPECT_TRUE(is_unavailable(third.error));
+  EXPECT_FALSE(is_fatal(third.error));
+  EXPECT_EQ(third.calls, 1);
+  EXPECT_NE(third.message.find("3 responses in a row were not answers"), std::string::npos) << third.message;
+  ChatResult fourth = c.ask(question(), 2, 1);  // still unavailable: one call, no retries
+  EXPECT_EQ(fourth.error, CallError::kNoAnswer);
+  EXPECT_EQ(fourth.calls, 1);
+  EXPECT_TRUE(waits_.empty());
+  EXPECT_EQ(server.requests().size(), 4u);
+  EXPECT_TRUE(c.ask(question(), 3, 1).ok());                       // an answer ends the streak
+  EXPECT_EQ(c.ask(question(), 4, 1).error, CallError::kBadJson);  // one non-answer is a bad answer again
+  std::vector<std::string> statuses;
+  for (const auto& rec : sink_.calls) statuses.push_back(rec.status);
+  EXPECT_EQ(statuses, (std::vector<std::string>{"bad_json", "empty", "bad_json", "bad_json", "ok", "bad_json"}));
+}
+
+TEST_P(ChatClientTest, EmptyStreamsStopAtTheNonAnswerLimitInsideOneAsk) {
+  testing::FakeLlmServer server(json::array({{{"empty_stream", true}}, {{"empty_stream", true}},
+                                             {{"empty_stream", true}}, {{"empty_stream", true}}}),
+                                kKey, dir_.path());
+  ChatClient c = client(server);  // retries = 3
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kNoAnswer);
+  EXPECT_EQ(r.calls, kNonAnswerLimit);
+  EXPECT_EQ(waits_.size(), static_cast<size_t>(kNonAnswerLimit - 1));  // backed off like a 5xx until then
+  EXPECT_EQ(sink_.calls.back().status, "broken_stream");
+}
+
+// A server (or proxy) that sends no usage: the call's tokens are estimated
+// from the bytes sent and received, recorded as estimated, priced, and the
+// cost cap trips on them; the log says so once.
+TEST_P(ChatClientTest, AnAnswerWithoutUsageIsEstimatedAndTheCostCapCountsIt) {
+  for (bool stream : {true, false}) {
+    SCOPED_TRACE(stream ? "stream" : "whole body");
+    ard::testing::TempDir dir;
+    testing::FakeLlmServer server(json::array({{{"answer", "DESCRIPTION: x"}, {"no_usage", true}},
+                                               {{"answer", "never"}}}),
+                                  kKey, dir.path());
+    sink_.calls.clear();
+    sink_.started.clear();
+    log_.clear();
+    LlmConfig cfg = config(server);
+    cfg.stream = stream;
+    cfg.max_cost_usd = 0.0003;
+    cfg.prices["test-model"] = {10.0, 10.0};  // a call of ~30 estimated tokens costs ~$0.0003
+    ChatClient c = client(server, cfg);
+    ChatResult first = c.ask(question(), 1, 1);
+    ASSERT_TRUE(first.ok()) << first.message;
+    ASSERT_EQ(sink_.calls.size(), 1u);
+    const CallRecord& rec = sink_.calls[0];
+    EXPECT_TRUE(rec.usage_estimated);
+    size_t sent = server.requests()[0]["body"].dump().size();
+    EXPECT_GE(rec.input_tokens, static_cast<long>(sent / 4) - 10);  // the body as sent, about
+    EXPECT_EQ(rec.output_tokens, 4);                                  // 14 characters
+    EXPECT_DOUBLE_EQ(rec.cost_usd, (rec.input_tokens + rec.output_tokens) * 10.0 / 1e6);
+    ChatResult second = c.ask(question(), 2, 1);
+    ASSERT_TRUE(second.capped.has_value()) << "the estimate counts toward max_cost_usd";
+    EXPECT_EQ(second.capped->reason, "LLM cost cap $0.00 reached");
+    EXPECT_EQ(server.requests().size(), 1u);
+    EXPECT_TRUE(c.ask(question(), 3, 1).capped.has_value());
+    int warnings = 0;
+    for (const auto& line : log_) warnings += line.find("sent no usage") != std::string::npos;
+    EXPECT_EQ(warnings, 1);
+  }
+}
+
+TEST_P(ChatClientTest, AnAuthErrorEventInAStreamIsFatalAndNamesTheKey) {
+  json event = anthropic() ? json{{"type", "authentication_error"}, {"message", "invalid x-api-key"}}
+                           : json{{"message", "Incorrect API key provided"}, {"type", "invalid_request_error"},
+                                  {"code", "invalid_api_key"}};
+  testing::FakeLlmServer server(json::array({{{"stream_error", event}}, {{"answer", "never"}}}), kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  EXPECT_EQ(r.error, CallError::kAuth);
+  EXPECT_TRUE(is_fatal(r.error));
+  EXPECT_EQ(r.calls, 1);
+  EXPECT_NE(r.message.find("check $ARD_TEST_LLM_KEY"), std::string::npos) << r.message;
+  EXPECT_EQ(sink_.calls[0].status, "stream_error");
+}
+
+TEST_P(ChatClientTest, RateLimitAndServerErrorEventsAreRetried) {
+  json rate = anthropic() ? json{{"type", "rate_limit_error"}, {"message", "slow down"}}
+                          : json{{"message", "slow down"}, {"type", "requests"}, {"code", "rate_limit_exceeded"}};
+  json busy = anthropic() ? json{{"type", "overloaded_error"}, {"message", "Overloaded"}}
+                          : json{{"message", "The server had an error"}, {"type", "server_error"}};
+  testing::FakeLlmServer server(json::array({{{"stream_error", rate}}, {{"stream_error", busy}}, {{"answer", "ok"}}}),
+                                kKey, dir_.path());
+  ChatClient c = client(server);
+  ChatResult r = c.ask(question(), 1, 1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.calls, 3);
+  ASSERT_EQ(sink_.calls.size(), 3u);
+  EXPECT_NE(sink_.calls[0].error.find("rate limited"), std::string::npos) << sink_.calls[0].error;
+  EXPECT_NE(sink_.calls[1].error.find("server error"), std::string::npos) << sink_.calls[1].error;
+}
+
+// Retry-After: 120 with max_backoff_s 10: the ask gives back at once, and no
+// call goes out before the 120 s have passed on the client's clock.
+TEST_P(ChatClientTest, ALongRetryAfterHoldsEveryCallUntilItPasses) {
+  testing::FakeLlmServer server(json::array({{{"status", 429}, {"retry_after", "120"}}, {{"answer", "on time"}},
+                                             {{"status", 503}, {"retry_after", "99999"}}}),
+                                kKey, dir_.path());
+  LlmConfig cfg = config(server);
+  cfg.retries = 0;
+  ChatClient c = client(server, cfg);
+  const double t0 = now_;
+  ChatResult first = c.ask(question(), 1, 1);
+  EXPECT_EQ(first.error, CallError::kRateLimited);
+  EXPECT_DOUBLE_EQ(first.retry_at, t0 + 120);
+  for (double later : {1.0, 60.0, 119.0}) {
+    now_ = t0 + later;
+    ChatResult early = c.ask(question(), 1, 2);
+    EXPECT_EQ(early.calls, 0);
+    EXPECT_TRUE(is_unavailable(early.error));
+    EXPECT_DOUBLE_EQ(early.retry_at, t0 + 120);
+    EXPECT_NE(early.message.find("(Retry-After); no call until then"), std::string::npos) << early.message;
+  }
+  EXPECT_EQ(server.requests().size(), 1u);
+  now_ = t0 + 121;
+  EXPECT_TRUE(c.ask(question(), 1, 3).ok());
+  EXPECT_TRUE(waits_.empty());  // nothing slept: the clock moved
+  // A Retry-After past the documented maximum is cut to it.
+  ChatResult far = c.ask(question(), 2, 1);
+  EXPECT_DOUBLE_EQ(far.retry_at, now_ + kMaxRetryAfterS);
+}
+
+// Each call is reported as started before it goes out (so a kill -9 during
+// it leaves a row), then finished under the same key.
+TEST_P(ChatClientTest, EveryCallIsRecordedAsStartedThenFinished) {
+  testing::FakeLlmServer server(json::array({{{"status", 500}}, {{"answer", "DESCRIPTION: x"}}}), kKey, dir_.path());
+  ChatClient c = client(server);
+  ASSERT_TRUE(c.ask(question(), 6, 1).ok());
+  ASSERT_EQ(sink_.started.size(), 2u);
+  ASSERT_EQ(sink_.calls.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(sink_.started[i].status, "started");
+    EXPECT_TRUE(sink_.started[i].usage_estimated);
+    EXPECT_GT(sink_.started[i].input_tokens, 0);
+    EXPECT_GT(sink_.started[i].cost_usd, 0);  // the input's estimate: what the caps count if the call never ends
+    EXPECT_EQ(sink_.started[i].experiment_id, 6);
+    EXPECT_FALSE(sink_.started[i].call_key.empty());
+    EXPECT_EQ(sink_.started[i].call_key, sink_.calls[i].call_key);
+  }
+  EXPECT_NE(sink_.started[0].call_key, sink_.started[1].call_key);
+  EXPECT_EQ(sink_.calls[1].status, "ok");
+  EXPECT_FALSE(sink_.calls[1].usage_estimated);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothProtocols, ChatClientTest, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),

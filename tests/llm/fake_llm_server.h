@@ -20,8 +20,10 @@ class FakeLlmServer {
  public:
   /// steps: the script (see the server's docstring). key: the only key it
   /// accepts, or empty for any. dir: where the script and log live.
-  FakeLlmServer(const nlohmann::json& steps, const std::string& key, const std::filesystem::path& dir)
-      : log_(dir / "fake_llm_requests.jsonl"), server_(ARD_FAKE_LLM_SERVER, args(steps, key, dir)) {}
+  /// max_body: request bodies longer than this get a 413 (0: no limit).
+  FakeLlmServer(const nlohmann::json& steps, const std::string& key, const std::filesystem::path& dir,
+                long max_body = 0)
+      : log_(dir / "fake_llm_requests.jsonl"), server_(ARD_FAKE_LLM_SERVER, args(steps, key, dir, max_body)) {}
 
   int port() const { return server_.port(); }
   std::string base_url(bool anthropic) const { return server_.url() + (anthropic ? "" : "/v1"); }
@@ -38,11 +40,12 @@ class FakeLlmServer {
 
  private:
   static std::vector<std::string> args(const nlohmann::json& steps, const std::string& key,
-                                       const std::filesystem::path& dir) {
+                                       const std::filesystem::path& dir, long max_body) {
     std::filesystem::path script = dir / "fake_llm_script.json";
     std::ofstream(script) << steps.dump(2);
     std::vector<std::string> a = {"--script", script.string(), "--log", (dir / "fake_llm_requests.jsonl").string()};
     if (!key.empty()) a.insert(a.end(), {"--key", key});
+    if (max_body > 0) a.insert(a.end(), {"--max-body", std::to_string(max_body)});
     return a;
   }
 

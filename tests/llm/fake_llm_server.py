@@ -19,6 +19,15 @@ messages), and answers each accepted request with the next step of a script:
   {"answer": "x", "break_after": 2}        streams 2 text events, then closes: a broken stream
   {"answer": "x", "stall_after": 1, "stall_s": 30}
                                            streams 1 text event, then sends nothing for 30 s
+  {"answer": "x", "no_usage": true}        the answer without any usage (a proxy that drops it)
+  {"stream_error": {"type": "authentication_error", "message": "..."}}
+                                           a 200 stream whose first event is an error event
+                                           (Anthropic "event: error"; OpenAI data: {"error": ...})
+  {"empty_stream": true}                   a 200 event stream with no event at all
+  {"raw": "<html>", "content_type": "text/html"}  a raw 200 body of that type
+
+--max-body N refuses every request whose body is longer than N bytes with a
+413 (a proxy's limit) without taking a step; the log marks it "refused": 413.
 
 A request with "stream": true is answered with server-sent events the way
 each service sends them (OpenAI chat.completion.chunk with a usage chunk and
@@ -40,7 +49,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class State:
-    def __init__(self, steps, log_path, key):
+    def __init__(self, steps, log_path, key, max_body=None):
+        self.max_body = max_body
         self.steps = steps
         self.next = 0
         self.log_path = log_path
@@ -80,11 +90,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet: the JSON log is the record
         pass
 
-    def send(self, status, body, headers=None):
+    def send(self, status, body, headers=None, content_type="application/json"):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
@@ -96,25 +106,30 @@ class Handler(BaseHTTPRequestHandler):
     def stream(self, anthropic, step, index, model, text, usage_in, usage_out, cached, cache_write, headers):
         """Server-sent events, the connection closed at the end (no length)."""
         self.close_connection = True
+        no_usage = step.get("no_usage")
         truncated = step.get("truncated")
         pieces = [text[i:i + 8] for i in range(0, len(text), 8)]
         events = []
         if anthropic:
             def ev(kind, data):
                 return "event: %s\ndata: %s\n\n" % (kind, json.dumps(data))
-            head = [ev("message_start", {"type": "message_start", "message": {
-                "id": "msg_%d" % index, "type": "message", "role": "assistant", "model": model, "content": [],
-                "usage": {"input_tokens": usage_in - cached - cache_write, "output_tokens": 1,
-                          "cache_read_input_tokens": cached, "cache_creation_input_tokens": cache_write}}}),
+            start = {"id": "msg_%d" % index, "type": "message", "role": "assistant", "model": model, "content": []}
+            if not no_usage:
+                start["usage"] = {"input_tokens": usage_in - cached - cache_write, "output_tokens": 1,
+                                  "cache_read_input_tokens": cached, "cache_creation_input_tokens": cache_write}
+            head = [ev("message_start", {"type": "message_start", "message": start}),
                     ev("content_block_start", {"type": "content_block_start", "index": 0,
                                                "content_block": {"type": "text", "text": ""}})]
             body = [ev("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                "delta": {"type": "text_delta", "text": p}}) for p in pieces]
+            delta = {"type": "message_delta", "delta": {"stop_reason": "max_tokens" if truncated else "end_turn"}}
+            if not no_usage:
+                delta["usage"] = {"output_tokens": usage_out}
             tail = [ev("content_block_stop", {"type": "content_block_stop", "index": 0}),
-                    ev("message_delta", {"type": "message_delta",
-                                         "delta": {"stop_reason": "max_tokens" if truncated else "end_turn"},
-                                         "usage": {"output_tokens": usage_out}}),
+                    ev("message_delta", delta),
                     ev("message_stop", {"type": "message_stop"})]
+            if "stream_error" in step:
+                head = [ev("error", {"type": "error", "error": step["stream_error"]})]
         else:
             def chunk(delta, finish=None, usage=None):
                 d = {"id": "chatcmpl-%d" % index, "object": "chat.completion.chunk", "model": model,
@@ -124,12 +139,19 @@ class Handler(BaseHTTPRequestHandler):
                 return "data: %s\n\n" % json.dumps(d)
             head = [chunk({"role": "assistant", "content": ""})]
             body = [chunk({"content": p}) for p in pieces]
-            tail = [chunk({}, "length" if truncated else "stop"),
-                    chunk(None, usage={"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                                       "total_tokens": usage_in + usage_out,
-                                       "prompt_tokens_details": {"cached_tokens": cached}}),
-                    "data: [DONE]\n\n"]
+            tail = [chunk({}, "length" if truncated else "stop")]
+            if not no_usage:
+                tail.append(chunk(None, usage={"prompt_tokens": usage_in, "completion_tokens": usage_out,
+                                               "total_tokens": usage_in + usage_out,
+                                               "prompt_tokens_details": {"cached_tokens": cached}}))
+            tail.append("data: [DONE]\n\n")
+            if "stream_error" in step:
+                head = ["data: %s\n\n" % json.dumps({"error": step["stream_error"]})]
         events = head + body + tail
+        if step.get("empty_stream"):
+            events = []
+        if "stream_error" in step:
+            events = head  # the error event ends the stream
         cut = None
         if "break_after" in step:
             cut = len(head) + step["break_after"]
@@ -197,6 +219,11 @@ class Handler(BaseHTTPRequestHandler):
             state.log(entry)
             return self.send(400, error_body(anthropic, 400, "invalid request body"), request_id)
 
+        if state.max_body is not None and length > state.max_body:
+            entry["refused"] = 413
+            state.log(entry)
+            return self.send(413, error_body(anthropic, 413, "request entity too large"), request_id)
+
         step, index = state.take()
         entry["step"] = index
         state.log(entry)
@@ -217,7 +244,7 @@ class Handler(BaseHTTPRequestHandler):
                     "The model `%s` does not exist or you do not have access to it." % body["model"]
             return self.send(status, error_body(anthropic, status, message), headers_out)
         if "raw" in step:
-            return self.send(200, step["raw"].encode(), headers_out)
+            return self.send(200, step["raw"].encode(), headers_out, step.get("content_type", "application/json"))
 
         text = "" if step.get("empty") else step.get("answer", "")
         if step.get("echo_key"):
@@ -225,7 +252,7 @@ class Handler(BaseHTTPRequestHandler):
         prompt = json.dumps(body["messages"]) + json.dumps(body.get("system", ""))
         usage_in, usage_out = tokens(prompt), tokens(text) if text else 0
         cached, cache_write = step.get("cached", 0), step.get("cache_write", 0)
-        if body.get("stream"):
+        if body.get("stream") or step.get("empty_stream") or "stream_error" in step:
             return self.stream(anthropic, step, index, body["model"], text, usage_in, usage_out, cached,
                                cache_write, headers_out)
         if anthropic:
@@ -234,6 +261,8 @@ class Handler(BaseHTTPRequestHandler):
                    "stop_reason": "max_tokens" if step.get("truncated") else "end_turn", "stop_sequence": None,
                    "usage": {"input_tokens": usage_in - cached - cache_write, "output_tokens": usage_out,
                              "cache_read_input_tokens": cached, "cache_creation_input_tokens": cache_write}}
+            if step.get("no_usage"):
+                del out["usage"]
         else:
             out = {"id": "chatcmpl-%d" % index, "object": "chat.completion", "created": int(time.time()),
                    "model": body["model"],
@@ -242,6 +271,8 @@ class Handler(BaseHTTPRequestHandler):
                    "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
                              "total_tokens": usage_in + usage_out,
                              "prompt_tokens_details": {"cached_tokens": cached}}}
+            if step.get("no_usage"):
+                del out["usage"]
         self.send(200, out, headers_out)
 
 
@@ -250,12 +281,13 @@ def main():
     p.add_argument("--script", required=True, help="JSON list of steps")
     p.add_argument("--log", required=True, help="JSON-lines request log")
     p.add_argument("--key", help="the only key accepted; any key when absent")
+    p.add_argument("--max-body", type=int, help="refuse longer request bodies with 413")
     a = p.parse_args()
     with open(a.script) as f:
         steps = json.load(f)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    server.state = State(steps, a.log, a.key)
+    server.state = State(steps, a.log, a.key, a.max_body)
     print("port %d" % server.server_address[1], flush=True)
     server.serve_forever()
 

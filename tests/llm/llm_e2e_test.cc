@@ -57,12 +57,13 @@ class LlmDaemonE2E : public ::testing::TestWithParam<Protocol> {
 
   bool anthropic() const { return GetParam() == Protocol::kAnthropic; }
 
-  void write_config(const std::string& base_url) {
+  /// retry_wait_s: the daemon's wait before asking an unavailable provider again.
+  void write_config(const std::string& base_url, double retry_wait_s = 0.2) {
     write_file(repo / "autoresearch.toml", R"(
 tag = "e2e"
 budget_s = 1
 startup_s = 1
-retry_wait_s = 0.2
+retry_wait_s = )" + std::to_string(retry_wait_s) + R"(
 lookahead = 0
 [build]
 command = "mkdir -p build && env > build/env.txt && )" + kFake + R"( build trainer/train.cu"
@@ -238,6 +239,109 @@ TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
   EXPECT_GT(files, 10);
   std::string out = status.out + stopped.out + show.out + read_file(repo / "daemon.out");
   EXPECT_EQ(out.find(kKey), std::string::npos);
+}
+
+// An authentication error event inside a 200 stream stops the daemon, naming
+// the key's variable, and the stop's error line is written once.
+TEST_P(LlmDaemonE2E, AnAuthErrorEventInAStreamStopsTheDaemonOnce) {
+  json event = anthropic() ? json{{"type", "authentication_error"}, {"message", "invalid x-api-key"}}
+                           : json{{"message", "Incorrect API key provided"}, {"code", "invalid_api_key"}};
+  testing::FakeLlmServer server(json::array({{{"stream_error", event}}, {{"answer", "never"}}}), kKey,
+                                server_dir.path());
+  write_config(server.base_url(anthropic()));
+  start_daemon();
+  int st = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  while (waitpid(daemon_pid, &st, WNOHANG) == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WIFEXITED(st)) << read_file(repo / "daemon.out");
+  daemon_pid = -1;
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  EXPECT_EQ(server.requests().size(), 1u);  // a stop, not a retry
+  std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  EXPECT_THAT(log, HasSubstr("check $ARD_E2E_LLM_KEY"));
+  size_t lines = 0;
+  for (size_t at = log.find("error: proposer:"); at != std::string::npos; at = log.find("error: proposer:", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << log;
+  EXPECT_EQ(log.find(kKey), std::string::npos);
+}
+
+// A proxy that refuses request bodies over 30 KB, and a train.cu of 60 KB:
+// the first LLM experiment pays one 413, and the limit it taught is kept in
+// results.db, so the next experiment and the next start send within it at once.
+TEST_P(LlmDaemonE2E, A413IsPaidOnceAcrossExperimentsAndStarts) {
+  std::string train = "val_bpb 1.0\n";
+  for (int i = 0; train.size() < 60000; ++i)
+    train += "// note " + std::to_string(i) + ": a line of the long research file\n";
+  write_file(repo / "trainer/train.cu", train);
+  ASSERT_EQ(shell("cd " + sh_quote(repo.string()) + " && git -c user.name=t -c user.email=t@t commit -qam long").code,
+            0);
+  json script = json::array({{{"answer", search_replace("lower to 0.95", "val_bpb 1.0", "val_bpb 0.95")}},
+                             {{"answer", search_replace("regress to 0.97", "val_bpb 0.95", "val_bpb 0.97")}}});
+  testing::FakeLlmServer server(script, kKey, server_dir.path(), 30000);
+  write_config(server.base_url(anthropic()));
+  auto refused = [&] {
+    int n = 0;
+    for (const auto& q : server.requests()) n += q.contains("refused");
+    return n;
+  };
+  start_daemon();
+  auto rows = wait_for_finished(3);  // the baseline and two LLM experiments
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "kept") << rows[1].error;
+  ASSERT_EQ(run("stop").code, 0);
+  int st = 0;
+  waitpid(daemon_pid, &st, 0);
+  daemon_pid = -1;
+  EXPECT_EQ(refused(), 1);
+  {
+    ard::Store store((repo / ".autoresearchd/results.db").string());
+    auto limits = store.learnt_limits();
+    ASSERT_EQ(limits.size(), 1u);
+    EXPECT_EQ(limits[0].provider, std::string(protocol_name(GetParam())) + " " + server.base_url(anthropic()) +
+                                      " fake-model");
+    EXPECT_THAT(limits[0].reason, HasSubstr("HTTP 413"));
+  }
+  EXPECT_THAT(read_file(repo / ".autoresearchd/daemon.log"), HasSubstr("its limit is now"));
+
+  const size_t before = server.requests().size();
+  start_daemon();  // the next start asks at once within the remembered limit
+  auto t0 = std::chrono::steady_clock::now();
+  while (server.requests().size() < before + 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GE(server.requests().size(), before + 2);
+  EXPECT_EQ(refused(), 1);
+  EXPECT_THAT(run("status").out, HasSubstr("llm limit: "));
+}
+
+// A proxy that answers every request with an HTML page (a 200): three calls,
+// then the provider is unavailable and the daemon waits retry_wait_s (30 s
+// here), with no proposer_error rows; before, the hour's calls went in a second.
+TEST_P(LlmDaemonE2E, AStormOfHtmlAnswersPausesAfterAHandfulOfCalls) {
+  json html = {{"raw", "<html><body>502 Bad Gateway</body></html>"}, {"content_type", "text/html"}};
+  json storm = json::array();
+  for (int i = 0; i < 60; ++i) storm.push_back(html);
+  testing::FakeLlmServer server(storm, kKey, server_dir.path());
+  write_config(server.base_url(anthropic()), 30);
+  start_daemon();
+  auto t0 = std::chrono::steady_clock::now();
+  std::string log;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+    log = read_file(repo / ".autoresearchd/daemon.log");
+    if (log.find("proposer unavailable:") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(log, HasSubstr("3 responses in a row were not answers"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // well within the 30 s wait
+  EXPECT_LE(server.requests().size(), 5u);
+  EXPECT_EQ(waitpid(daemon_pid, nullptr, WNOHANG), 0) << "the daemon exited";
+  ASSERT_EQ(run("stop").code, 0);
+  int st = 0;
+  waitpid(daemon_pid, &st, 0);
+  daemon_pid = -1;
+  ard::Store store((repo / ".autoresearchd/results.db").string());
+  for (const auto& r : store.experiments("e2e")) EXPECT_NE(r.state, "proposer_error") << "#" << r.id << " " << r.error;
 }
 
 INSTANTIATE_TEST_SUITE_P(BothProtocols, LlmDaemonE2E, ::testing::Values(Protocol::kOpenAI, Protocol::kAnthropic),

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "proposers/offline_proposer.h"
@@ -25,9 +26,16 @@ using nlohmann::json;
 constexpr const char* kKey = "sk-proposer-key-42";
 const char* kTrain = "constexpr int DEPTH = 8;  // blocks\nconstexpr float MATRIX_LR = 0.04f;  // lr\nint main() {}\n";
 
+/// Counts calls and keeps learnt limits the way the store does.
 struct NullSink : CallSink {
   int calls = 0;
+  std::map<std::string, long> limits;
   void record(const CallRecord&) override { ++calls; }
+  std::optional<long> learnt_limit(const std::string& provider) override {
+    auto it = limits.find(provider);
+    return it == limits.end() ? std::nullopt : std::optional<long>(it->second);
+  }
+  void learn_limit(const std::string& provider, long tokens, const std::string&) override { limits[provider] = tokens; }
 };
 
 class LlmProposerTest : public ::testing::TestWithParam<Protocol> {
@@ -207,12 +215,13 @@ TEST_P(LlmProposerTest, RefusedKeyIsFatal) {
 TEST_P(LlmProposerTest, RequestStaysWithinContextTokens) {
   testing::FakeLlmServer server(json::array({{{"answer", kGood}}}), kKey, dir_.path());
   LlmConfig c = config(server);
-  c.context_tokens = 4000;
+  c.context_tokens = 6000;
+  c.read_bytes = 2000;
   ard::ProposalResult r = proposer(c)->propose(big_context());
   ASSERT_TRUE(r.ok()) << r.error->message;
   auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 1u);
-  EXPECT_LE(sent_tokens(reqs[0]), 4000);
+  EXPECT_LE(sent_tokens(reqs[0]), 6000 - c.read_reserve_tokens());  // the READ reserve left free
   std::string u = last_user(reqs[0]);
   EXPECT_NE(u.find("## trainer/model/k.cuh"), std::string::npos);                 // a header, whole
   EXPECT_NE(u.find("- trainer/model/k.cu (40034 bytes): Kernels of k.cuh."), std::string::npos);  // mapped
@@ -221,25 +230,122 @@ TEST_P(LlmProposerTest, RequestStaysWithinContextTokens) {
     EXPECT_TRUE(reqs[0]["body"]["messages"][0]["content"][0].contains("cache_control"));
 }
 
-TEST_P(LlmProposerTest, TooLongRequestsShrinkAndSayWhatWasDropped) {
+TEST_P(LlmProposerTest, TooLongRequestsLowerTheLimitAndSayWhatWasCut) {
   for (json refusal : {json{{"status", 413}},
                        json{{"status", 400}, {"message", "This model's maximum context length is 4096 tokens"}}}) {
     ard::testing::TempDir dir;
     testing::FakeLlmServer server(json::array({refusal, {{"answer", kGood}}}), kKey, dir.path());
     LlmConfig c = config(server);
     c.context_tokens = 8000;
+    c.read_bytes = 4000;
     ard::ProposalResult r = proposer(c)->propose(big_context());
     ASSERT_TRUE(r.ok()) << r.error->message;
     const auto& attempts = r.proposal->attempts;
     ASSERT_EQ(attempts.size(), 2u);
     EXPECT_NE(attempts[0].error.find("too long"), std::string::npos) << attempts[0].error;
     EXPECT_NE(attempts[0].prompt.find("[system]"), std::string::npos);  // what was sent, though it failed
-    EXPECT_EQ(attempts[1].prompt.rfind("[shrunk to 6000 tokens: history 250 tokens", 0), 0u) << attempts[1].prompt.substr(0, 200);
     auto reqs = server.requests();
     ASSERT_EQ(reqs.size(), 2u);
-    EXPECT_LT(sent_tokens(reqs[1]), sent_tokens(reqs[0]));
-    EXPECT_LE(sent_tokens(reqs[1]), 6000);
+    // The limit is three quarters of what was refused.
+    const std::string head = "[prompt within ";
+    ASSERT_EQ(attempts[1].prompt.rfind(head, 0), 0u) << attempts[1].prompt.substr(0, 300);
+    const long lowered = std::stol(attempts[1].prompt.substr(head.size()));
+    EXPECT_NEAR(lowered, sent_tokens(reqs[0]) * 3 / 4, 20);
+    EXPECT_NE(attempts[1].prompt.find(" tokens (lowered from llm.context_tokens 8000 by a server's refusal): cut "),
+              std::string::npos);
+    EXPECT_NE(attempts[1].prompt.find(" after: HTTP " + std::to_string(refusal["status"].get<int>())),
+              std::string::npos);
+    EXPECT_LE(sent_tokens(reqs[1]), lowered);
+    EXPECT_EQ(sink_.limits.begin()->second, lowered);
+    sink_.limits.clear();
   }
+}
+
+// A proxy that refuses bodies over 60 KB: the first experiment pays one 413,
+// the next ones and the next start (a new proposer over the same store)
+// begin at the remembered limit.
+TEST_P(LlmProposerTest, ALearntLimitIsRememberedAcrossExperimentsAndStarts) {
+  json answers = json::array();
+  for (int i = 0; i < 4; ++i) answers.push_back({{"answer", kGood}});
+  testing::FakeLlmServer server(answers, kKey, dir_.path(), 60000);
+  LlmConfig c = config(server);
+  ard::ProposalContext ctx = big_context();
+  std::string big_train = kTrain;
+  for (int i = 0; i < 1300; ++i) big_train += "float step_" + std::to_string(i) + "(float x) { return x * 0.5f; }\n";
+  ctx.files[0].content = big_train;  // about 60 KB: with the rest, past the proxy's limit
+  auto p = proposer(c);
+  ASSERT_TRUE(p->propose(ctx).ok());
+  ASSERT_TRUE(p->propose(ctx).ok());
+  ASSERT_TRUE(proposer(c)->propose(ctx).ok());  // the next start
+  auto reqs = server.requests();
+  int refused = 0;
+  for (const auto& q : reqs) refused += q.contains("refused");
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(reqs.size(), 4u);
+  ASSERT_EQ(sink_.limits.size(), 1u);
+  EXPECT_EQ(sink_.limits.begin()->first, std::string(protocol_name(GetParam())) + " " + c.base_url + " m");
+}
+
+// At the defaults a READ round returns a 16 KB model file whole, next to a
+// 40 KB train.cu and a 16 KB program.md.
+TEST_P(LlmProposerTest, AReadOfASixteenKilobyteFileSucceedsAtTheDefaults) {
+  testing::FakeLlmServer server(json::array({{{"answer", "READ: trainer/model/big.cu"}}, {{"answer", kGood}}}), kKey,
+                                dir_.path());
+  LlmConfig c = config(server);
+  ard::ProposalContext ctx = big_context();
+  ctx.files[0].content = std::string(kTrain) + std::string(40000, '/') + "\n";
+  ctx.program_md = std::string(16384, 'p') + "\n";
+  std::string model = "// A big kernel file.\n";
+  while (model.size() < 16384) model += "__global__ void k" + std::to_string(model.size()) + "() {}\n";
+  model.resize(16384);
+  ctx.files.push_back({"trainer/model/big.cu", model});
+  ard::ProposalResult r = proposer(c)->propose(ctx);
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_NE(last_user(reqs[0]).find(std::string(40000, '/')), std::string::npos);  // train.cu whole
+  EXPECT_NE(last_user(reqs[1]).find(model), std::string::npos);
+  EXPECT_EQ(last_user(reqs[1]).find("Not shown"), std::string::npos);
+}
+
+// 200s that are not answers: a handful of calls, then the provider is
+// unavailable (the daemon's wait), not a proposer_error.
+TEST_P(LlmProposerTest, AStormOfMalformedAnswersIsUnavailableAfterAHandfulOfCalls) {
+  json html = {{"raw", "<html>502 Bad Gateway</html>"}, {"content_type", "text/html"}};
+  json storm = json::array();
+  for (int i = 0; i < 20; ++i) storm.push_back(html);
+  testing::FakeLlmServer server(storm, kKey, dir_.path());
+  auto p = proposer(server);
+  ard::ProposalResult r = p->propose(context());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kUnavailable);
+  EXPECT_NE(r.error->message.find("not answers"), std::string::npos) << r.error->message;
+  EXPECT_LE(server.requests().size(), 5u);
+  const size_t before = server.requests().size();
+  ard::ProposalResult again = p->propose(context());  // after the daemon's wait
+  EXPECT_EQ(again.error->kind, ard::ProposalError::Kind::kUnavailable);
+  EXPECT_EQ(server.requests().size(), before + 1);
+}
+
+TEST_P(LlmProposerTest, AnAuthErrorEventInAStreamIsFatal) {
+  json event = GetParam() == Protocol::kAnthropic
+                   ? json{{"type", "permission_error"}, {"message", "not allowed"}}
+                   : json{{"message", "Incorrect API key provided"}, {"code", "invalid_api_key"}};
+  testing::FakeLlmServer server(json::array({{{"stream_error", event}}}), kKey, dir_.path());
+  ard::ProposalResult r = proposer(server)->propose(context());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kFatal);
+  EXPECT_NE(r.error->message.find("check $ARD_TEST_PROPOSER_KEY"), std::string::npos) << r.error->message;
+}
+
+TEST_P(LlmProposerTest, ALongRetryAfterIsHandedToTheDaemon) {
+  testing::FakeLlmServer server(json::array({{{"status", 429}, {"retry_after", "120"}}}), kKey, dir_.path());
+  double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ard::ProposalResult r = proposer(server)->propose(context());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ard::ProposalError::Kind::kUnavailable);
+  EXPECT_GE(r.error->retry_at, before + 120);
+  EXPECT_LT(r.error->retry_at, before + 180);
 }
 
 TEST_P(LlmProposerTest, ReadRoundsGiveFilesAndAreBounded) {
