@@ -292,7 +292,7 @@ int cmd_prepare(const Options& o) {
   GitRepo repo(config.repo);
   repo.exclude("/.autoresearchd/");
   std::string tip = repo.ref_target("refs/heads/autoresearch/" + config.tag).value_or(repo.head());
-  auto worktree = repo.open_detached_worktree(config.tag, state.worktree(config.tag), tip);
+  auto worktree = repo.open_detached_worktree(config.tag, state.worktree(config.tag), tip, SlotKeep{{config.build_dir}});
   StopFlag stop;
   install_prepare_signal_handlers(stop);
   PosixProcessRunner runner(&stop);

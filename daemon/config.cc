@@ -246,7 +246,11 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     KeyReader r(*t, "build");
     r.string("command", c.build_command);
     r.number("timeout_s", c.build_timeout_s, 0, false);
+    r.string("dir", c.build_dir);
     r.reject_unknown();
+    if (c.build_dir.find_first_of("/\\") != std::string::npos || c.build_dir == "." || c.build_dir == ".." ||
+        c.build_dir == ".git" || c.build_dir.find_first_of(std::string("\0", 1)) != std::string::npos)
+      throw ConfigError("build.dir: '" + c.build_dir + "' must be one directory name in the worktree's root");
   }
 
   if (const toml::node* n = top.get("stage")) {

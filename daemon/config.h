@@ -114,6 +114,10 @@ struct Config {
   std::string build_command =
       "cmake -S trainer -B build/trainer -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build/trainer";
   double build_timeout_s = 1800;
+  /// The slot's build directory (one top-level name): the only untracked path
+  /// a slot keeps between experiments, written by the build alone (stages get
+  /// it read-only) and deleted after a tampered experiment.
+  std::string build_dir = "build";
 
   std::vector<StageConfig> stages;  ///< filled with the defaults when the file has none
 

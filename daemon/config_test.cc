@@ -139,6 +139,14 @@ TEST(Config, ErrorsNameTheKey) {
   EXPECT_THAT(error_of("x = = 1"), HasSubstr("autoresearch.toml:1:"));
 }
 
+TEST(Config, TheBuildDirectoryIsOneNameInTheWorktreeRoot) {
+  EXPECT_EQ(parse_config("", "/r").build_dir, "build");
+  EXPECT_EQ(parse_config("[build]\ndir = \"out\"\n", "/r").build_dir, "out");
+  for (const char* bad : {"../x", "a/b", ".git", "..", "."})
+    EXPECT_EQ(error_of(std::string("[build]\ndir = \"") + bad + "\"\n"),
+              std::string("build.dir: '") + bad + "' must be one directory name in the worktree's root");
+}
+
 TEST(Config, NoiseAndKeepTables) {
   Config d = parse_config("", "/r");
   EXPECT_EQ(d.noise.every, 30);

@@ -283,7 +283,7 @@ void Engine::open_slots() {
     std::string name = i == 0 ? config_.tag : config_.tag + "+" + std::to_string(i);
     auto path = state_.root / "worktrees" / name;
     // Checking out the best also drops whatever an interrupted experiment left.
-    slots_.push_back({path, repo_->open_detached_worktree(name, path, best_commit_), 0});
+    slots_.push_back({path, repo_->open_detached_worktree(name, path, best_commit_, SlotKeep{{config_.build_dir}}), 0});
   }
 }
 
@@ -743,12 +743,11 @@ void Engine::start_build(Candidate& c, int slot) {
     ++c.reapplies;
   }
   c.slot = slot;
+  c.build_listing.reset();
   slots_[slot].holder = c.id;
-  try {
-    slots_[slot].repo->checkout_detached(c.commit);
-  } catch (const GitError& e) {
+  if (std::string e = reset_slot(slot, c.commit, slots_[slot].discard_build); !e.empty()) {
     if (auto fault = probe_write(slots_[slot].path)) return rerun(c, *fault);
-    return fatal(std::string("cannot check out a candidate: ") + e.what());
+    return fatal("cannot check out a candidate: " + e);
   }
   if (slurm_ && config_.slurm.build == "job") return built_in_job(c);
   double now = now_seconds();
@@ -757,7 +756,7 @@ void Engine::start_build(Candidate& c, int slot) {
   ++builds_running_;
   ChildSpec spec;
   spec.command = config_.build_command;
-  spec.wrapper = sandbox_wrapper(slot);
+  spec.wrapper = sandbox_wrapper(slot, true);
   spec.cwd = slots_[slot].path;
   spec.env = env_;
   spec.log = log_path(c, "build");
@@ -781,6 +780,7 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
   if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
   if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
+  c->build_listing = stat_listing(slots_[c->slot].path / config_.build_dir);
   c->phase = Phase::kBuilt;
   store_.set_state(id, "built");
   schedule_pump();
@@ -832,7 +832,7 @@ void Engine::start_stage(Candidate& c) {
   ChildSpec spec;
   spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(),
                             rounds_->scale(workers_[c.worker].gpu));
-  spec.wrapper = sandbox_wrapper(c.slot);
+  spec.wrapper = sandbox_wrapper(c.slot, false);
   spec.cwd = slots_[c.slot].path;
   spec.env = child_env(workers_[c.worker].gpu);
   spec.log = log_path(c, s.name);
@@ -1171,6 +1171,8 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   if (final_status != status::kDiscarded && final_status != status::kInterrupted)
     last_failure_ = Failure{final_status, failure_detail.empty() ? error + "\n" + log_tail : failure_detail};
   log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
+  // What a tampered experiment's children could reach is not trusted: its build output goes too.
+  if (final_status == status::kTampered && c.slot >= 0) slots_[c.slot].discard_build = true;
   release(c);
   erase(id);
   if (baseline && final_status != status::kInterrupted) return fatal("the baseline failed (" + final_status + "): " + error);
@@ -1180,26 +1182,32 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
 void Engine::release(Candidate& c) {
   if (c.worker >= 0) workers_[c.worker].candidate = 0;
   c.worker = -1;
-  if (c.slot >= 0) {
-    slots_[c.slot].holder = 0;
-    try {
-      slots_[c.slot].repo->checkout_detached(best_commit_);  // nothing a child left outlives it
-    } catch (const GitError& e) {
-      log_(std::string("warning: cannot reset a worktree to the best: ") + e.what());
-    }
+  const int slot = std::exchange(c.slot, -1);
+  if (slot >= 0) {
+    slots_[slot].holder = 0;
+    // Nothing a child left outlives it; a slot that cannot be made clean is not used again.
+    if (std::string e = reset_slot(slot, best_commit_, slots_[slot].discard_build); !e.empty())
+      fatal("cannot reset a worktree to the best: " + e);
   }
-  c.slot = -1;
 }
 
 // ---------------------------------------------------------------- helpers
 
-std::vector<std::string> Engine::sandbox_wrapper(int slot) const {
+std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build) const {
   if (config_.sandbox.mode != "bwrap") return {};
   SandboxSpec box;
   box.worktree = slots_[slot].path;
   box.scratch = state_.root / "scratch" / std::to_string(slot);
   std::filesystem::create_directories(box.scratch);
   box.read_only = {config_.repo / ".git"};
+  if (!build) {
+    // The build is the only writer of its output: a stage runs what was built, and cannot leave
+    // a binary for the next experiment. The tamper check before the stage saw a real directory.
+    const std::filesystem::path out = slots_[slot].path / config_.build_dir;
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out);
+    box.read_only.push_back(out);
+  }
   if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
   box.devices = nvidia_devices();
   box.network = config_.sandbox.network;
@@ -1223,13 +1231,36 @@ void Engine::record_group(int64_t id, pid_t pgid) {
 std::string Engine::tamper_check(const Candidate& c) {
   std::vector<std::string> bad;
   const Slot& slot = slots_[c.slot];
-  for (const auto& p : slot.repo->changed_since(c.commit)) bad.push_back(p);
+  for (const auto& p : slot.repo->differences(c.commit, SlotKeep{{config_.build_dir}})) bad.push_back(p);
+  if (c.build_listing && stat_listing(slot.path / config_.build_dir) != *c.build_listing)
+    bad.push_back(config_.build_dir + " (changed after the build)");
   if (slot.repo->head() != c.commit) bad.push_back("HEAD (moved to " + short_id(slot.repo->head()) + ")");
   if (repo_->ref_target(branch_ref_) != best_commit_) bad.push_back("autoresearch/" + config_.tag + " (moved)");
   const int64_t row = c.id > 0 ? c.id : c.row;
   if (repo_->ref_target(exp_ref(row)) != c.commit) bad.push_back(exp_ref(row) + " (moved)");
   if (bad.empty()) return "";
   return "the worktree differs from the experiment's commit: " + join(bad, 10);
+}
+
+std::string Engine::reset_slot(int index, const std::string& commit, bool discard_build) {
+  Slot& slot = slots_[index];
+  const SlotKeep keep = discard_build ? SlotKeep{} : SlotKeep{{config_.build_dir}};
+  try {
+    slot.repo->checkout_detached(commit, keep);
+    slot.discard_build = false;
+    return "";
+  } catch (const GitError& e) {
+    log_(std::string("slot ") + slot.path.filename().string() + " cannot be made clean (" + e.what() +
+         "): deleted and created again");
+  }
+  try {
+    slot.repo.reset();
+    slot.repo = repo_->recreate_worktree(slot.path.filename().string(), slot.path, commit);
+    slot.discard_build = false;
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 std::string Engine::read_program(std::string& hash) {
@@ -1279,7 +1310,7 @@ std::string Engine::exp_ref(int64_t id) const {
 
 int Engine::free_slot() const {
   for (size_t i = 0; i < slots_.size(); ++i)
-    if (!slots_[i].holder) return static_cast<int>(i);
+    if (!slots_[i].holder && slots_[i].repo) return static_cast<int>(i);
   return -1;
 }
 

@@ -80,7 +80,7 @@ max_fix_attempts = 1
 lookahead = 0
 )" + extra + R"(
 [build]
-command = "mkdir -p build && env > build/env.txt && )" + kFake + R"( build trainer/train.cu"
+command = "mkdir -p build && env | tee build/env.txt && )" + kFake + R"( build trainer/train.cu"
 timeout_s = 10
 [[stage]]
 name = "check"
@@ -118,6 +118,16 @@ gpu = "off"
     return testing::wait_for_rows(repo, "e2e", pred, timeout_s);
   }
   static size_t finished(const std::vector<ExperimentRow>& rows) { return testing::finished(rows); }
+  /// Runs the daemon in the foreground until n experiments have finished, then stops it.
+  std::vector<ExperimentRow> run_until_finished(size_t n) {
+    pid_t pid = spawn_daemon("daemon.log");
+    auto rows = wait_for([n](const auto& r) { return finished(r) >= n; });
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    children.clear();
+    return rows;
+  }
 
   testing::TempDir dir;
   std::filesystem::path repo;
@@ -204,8 +214,8 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   auto wt = repo / ".autoresearchd/worktrees/e2e";
   EXPECT_EQ(read_file(wt / "trainer/harness/eval.h"), "// fixed evaluation\n");  // tampering was reset
   EXPECT_EQ(read_file(wt / "trainer/train.cu"), "val_bpb 0.80\nvram 4096\nseconds 0.2\n");
-  // Children never saw the daemon's secrets.
-  std::string env = read_file(wt / "build/env.txt");
+  // Children never saw the daemon's secrets (the build prints its environment).
+  std::string env = read_file(repo / ".autoresearchd/logs" / (std::to_string(rows[12].id) + "-build.log"));
   EXPECT_THAT(env, HasSubstr("PATH="));
   EXPECT_THAT(env, Not(HasSubstr("sk-should-not-leak")));
 
@@ -281,16 +291,122 @@ TEST_F(DaemonE2E, WhatAStageLeavesOrChangesIsTamperedAndNeverWedgesTheNextExperi
   EXPECT_EQ(read_file(repo / "trainer/harness/eval.h"), "// fixed evaluation\n");
 }
 
+TEST_F(DaemonE2E, ASymlinkAStagePlantsIsRemovedWithNoWriteThroughItAndTheNextExperimentRuns) {
+  // A tracked file the experiment changes, replaced in training by a link to a
+  // file outside: the reset to the best must neither write the best's content
+  // through the link nor leave the link for the next experiment.
+  write_file(repo / "trainer/model/payload.cuh", "// payload v1\n");
+  ASSERT_EQ(git("add -A && git -c user.name=t -c user.email=t@t commit -qm payload").code, 0);
+  const auto outside = dir.path() / "authorized_keys";
+  write_file(outside, "ssh-ed25519 AAAA the user's key\n");
+  write_config(10);
+  write_script(nlohmann::json::array({
+      {{"description", "plant a link"},
+       {"writes",
+        {{{"path", "trainer/train.cu"}, {"content", "val_bpb 0.5\nSYMLINK trainer/model/payload.cuh " + outside.string() + "\n"}},
+         {{"path", "trainer/model/payload.cuh"}, {"content", "// payload v2, written by the LLM\n"}}}}},  // #2 tampered
+      edit("innocent", "val_bpb 0.9\n"),                                                                  // #3 kept
+  }));
+  auto rows = run_until_finished(3);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("trainer/model/payload.cuh"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(read_file(outside), "ssh-ed25519 AAAA the user's key\n");
+  auto wt = repo / ".autoresearchd/worktrees/e2e";
+  EXPECT_FALSE(std::filesystem::is_symlink(wt / "trainer/model/payload.cuh"));
+  EXPECT_EQ(read_file(wt / "trainer/model/payload.cuh"), "// payload v1\n");
+}
+
+TEST_F(DaemonE2E, ASameSizeRewriteOfTheHarnessIsTamperedOnceAndRestored) {
+  write_config(10);
+  write_script(nlohmann::json::array({
+      edit("rewrite the harness in place", "val_bpb 0.5\nREWRITE trainer/harness/eval.h\n"),  // #2 tampered
+      edit("innocent", "val_bpb 0.9\n"),                                                    // #3 kept
+      edit("innocent again", "val_bpb 0.8\n"),                                              // #4 kept
+  }));
+  auto rows = run_until_finished(4);
+  ASSERT_GE(rows.size(), 4u);
+  EXPECT_THAT(read_file(repo / ".autoresearchd/logs" / (std::to_string(rows[1].id) + "-train.log")),
+              HasSubstr("rewrote trainer/harness/eval.h: same size, old mtime"));
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("trainer/harness/eval.h"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(rows[3].state, "kept") << rows[3].error;
+  EXPECT_EQ(read_file(repo / ".autoresearchd/worktrees/e2e/trainer/harness/eval.h"), "// fixed evaluation\n");
+}
+
+// An incremental build that keeps its output while it is newer than the source,
+// as make and Ninja do: a stage that leaves a future-dated "binary" would have the
+// next experiment run it instead of what was committed.
+class PoisonedBuild : public DaemonE2E {
+ protected:
+  void write_incremental_config(const std::string& extra) {
+    write_file(repo / "autoresearch.toml", R"(
+tag = "e2e"
+budget_s = 1
+startup_s = 1
+retry_wait_s = 0.2
+lookahead = 0
+)" + extra + R"(
+[build]
+command = "mkdir -p build && { test build/train.cu -nt trainer/train.cu || cp trainer/train.cu build/train.cu; }"
+[[stage]]
+name = "check"
+command = ")" + kFake + R"( run build/train.cu --check"
+[[stage]]
+name = "train"
+command = ")" + kFake + R"( run build/train.cu"
+timeout_s = 10
+[data]
+enabled = false
+[proposer]
+kind = "scripted"
+script = "script.json"
+[preflight]
+gpu = "off"
+)" + testing::kOneRunDecides);
+  }
+  std::vector<ExperimentRow> run_three() {
+    write_script(nlohmann::json::array({
+        edit("poison the build output", "val_bpb 1.5\nPOISON build/train.cu\n"),  // #2
+        edit("honest", "val_bpb 0.8\n"),                                           // #3 kept at 0.8
+    }));
+    return run_until_finished(3);
+  }
+  std::string train_log(const ExperimentRow& row) {
+    return read_file(repo / ".autoresearchd/logs" / (std::to_string(row.id) + "-train.log"));
+  }
+};
+
+TEST_F(PoisonedBuild, AStageCannotWriteTheBuildOutputSoTheNextExperimentRunsWhatWasCommitted) {
+  write_incremental_config("");
+  auto rows = run_three();
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_THAT(train_log(rows[1]), HasSubstr("poisoned build/train.cu: not written"));  // read-only to stages
+  EXPECT_EQ(rows[1].state, "discarded") << rows[1].error;
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  ASSERT_TRUE(rows[2].val_bpb);
+  EXPECT_DOUBLE_EQ(*rows[2].val_bpb, 0.8);
+}
+
+TEST_F(PoisonedBuild, UnconfinedAStageThatWritesTheBuildOutputIsTamperedAndTheOutputIsDiscarded) {
+  write_incremental_config("[sandbox]\nmode = \"off\"\n");
+  auto rows = run_three();
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_THAT(train_log(rows[1]), HasSubstr("poisoned build/train.cu: written"));
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("build (changed after the build)"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  ASSERT_TRUE(rows[2].val_bpb);
+  EXPECT_DOUBLE_EQ(*rows[2].val_bpb, 0.8);
+}
+
 TEST_F(DaemonE2E, UnconfinedACommitFromAStageIsTamperedAndTheBranchStays) {
   write_config(10, "[sandbox]\nmode = \"off\"\n");
   write_script(nlohmann::json::array({edit("commit from a stage", "val_bpb 0.5\nGIT_COMMIT\n"),  // #2 tampered
                                       edit("innocent", "val_bpb 0.9\n")}));                     // #3 kept
-  pid_t pid = spawn_daemon("daemon.log");
-  auto rows = wait_for([](const auto& r) { return finished(r) >= 3; });
-  kill(pid, SIGTERM);
-  int st;
-  waitpid(pid, &st, 0);
-  children.clear();
+  auto rows = run_until_finished(3);
   ASSERT_GE(rows.size(), 3u);
   EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
   EXPECT_THAT(rows[1].error, HasSubstr("HEAD (moved to"));

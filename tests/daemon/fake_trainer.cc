@@ -11,6 +11,12 @@
 //   LEAVE path        training appends a line to path (relative to the worktree):
 //                     a `core`, a checkpoint, an edit after the commit
 //   GIT_COMMIT        training runs `git commit --allow-empty` in the worktree
+//   SYMLINK path to   training replaces path (relative to the worktree) with a
+//                     symlink to `to`
+//   REWRITE path      training rewrites path in place with the same size and
+//                     its old mtime (the letters' case flipped)
+//   POISON path       training writes "val_bpb 0.001" to path, dated a day
+//                     ahead: a stale build output an incremental build keeps
 //   PROBE_FAIL        print the harness's integrity-probe failure line
 //                     "FAIL: tampered: causality: ..." and exit 1
 //   HANG              never finish training (ignores SIGTERM too)
@@ -36,11 +42,15 @@
 //   fake_trainer prepare --train F --val F [--field X] [--cache DIR]
 //       speaks prepare's protocol: checks its inputs exist, makes DIR/dataset
 //       and prints `data_dir: DIR/dataset` last, or a one-line error and exit 1
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -220,6 +230,39 @@ int run(const char* path, const RunFlags& flags) {
     std::ofstream out(line.substr(6), std::ios::app);
     out << "left by the run\n";
     std::printf("left %s: %s\n", line.substr(6).c_str(), out ? "written" : "not written");
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("SYMLINK ", 0) != 0) continue;
+    std::istringstream words(line.substr(8));
+    std::string path, to;
+    words >> path >> to;
+    ::unlink(path.c_str());
+    std::printf("symlink %s -> %s: %s\n", path.c_str(), to.c_str(), ::symlink(to.c_str(), path.c_str()) == 0 ? "made" : "not made");
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("REWRITE ", 0) != 0) continue;
+    const std::string path = line.substr(8);
+    struct stat st;
+    std::string text = read_all(path.c_str());
+    for (char& ch : text) ch = std::isupper(static_cast<unsigned char>(ch)) ? std::tolower(ch) : std::toupper(ch);
+    int fd = ::open(path.c_str(), O_WRONLY);
+    bool ok = ::stat(path.c_str(), &st) == 0 && fd >= 0 &&
+              ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) ::close(fd);
+    const struct timespec times[2] = {st.st_atim, st.st_mtim};
+    ok = ok && ::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0;
+    std::printf("rewrote %s: %s\n", path.c_str(), ok ? "same size, old mtime" : "failed");
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("POISON ", 0) != 0) continue;
+    const std::string path = line.substr(7);
+    bool ok = static_cast<bool>(std::ofstream(path) << "val_bpb 0.001\n");
+    struct timespec ahead[2];
+    ::clock_gettime(CLOCK_REALTIME, &ahead[0]);
+    ahead[0].tv_sec += 86400;
+    ahead[1] = ahead[0];
+    ok = ok && ::utimensat(AT_FDCWD, path.c_str(), ahead, 0) == 0;
+    std::printf("poisoned %s: %s\n", path.c_str(), ok ? "written" : "not written");
   }
   if (has(lines, "GIT_COMMIT")) {
     std::fflush(stdout);
