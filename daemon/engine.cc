@@ -14,6 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <iomanip>
 #include <set>
@@ -877,7 +878,12 @@ void Engine::finish_training(Candidate& c, const std::filesystem::path& last_log
   std::string tail = file_tail(last_log);
   if (std::string t = tamper_check(c); !t.empty())
     return fail(c, status::kTampered, "after stage " + last + ": " + t, tail);
-  auto summary = parse_summary(file_tail(last_log, 400, 65536), config_.summary_keys);
+  // The whole log (capped when it was written): a second block anywhere in it is a forgery.
+  SummaryParse parsed = parse_summary(file_tail(last_log, std::numeric_limits<size_t>::max(), size_t{1} << 30),
+                                      config_.summary_keys);
+  if (!parsed.tampered.empty())
+    return fail(c, status::kTampered, "stage " + last + ": the summary cannot be believed: " + parsed.tampered, tail);
+  const std::optional<Summary>& summary = parsed.summary;
   if (!summary) return fail(c, status::kCrash, "stage " + last + " printed no summary block", tail);
   auto it = summary->values.find(config_.metric);
   if (it == summary->values.end())

@@ -336,6 +336,26 @@ TEST_F(DaemonE2E, ASameSizeRewriteOfTheHarnessIsTamperedOnceAndRestored) {
   EXPECT_EQ(read_file(repo / ".autoresearchd/worktrees/e2e/trainer/harness/eval.h"), "// fixed evaluation\n");
 }
 
+TEST_F(DaemonE2E, AForgedSummaryIsTamperedAndNeverBecomesTheBest) {
+  write_config(10, testing::kOneRunDecides);
+  write_script(nlohmann::json::array({
+      edit("a negative val_bpb", "val_bpb -5\n"),                           // #2 tampered
+      edit("a block after the real one", "val_bpb 0.95\nEXTRA_BLOCK 0.01\n"),  // #3 tampered
+      edit("a hexadecimal float", "VAL_TEXT 0x1p-3\n"),                     // #4 tampered
+      edit("honest", "val_bpb 0.9\n"),                                      // #5 kept
+  }));
+  auto rows = run_until_finished(5);
+  ASSERT_GE(rows.size(), 5u);
+  const std::vector<std::string> want = {"kept", "tampered", "tampered", "tampered", "kept"};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].state, want[i]) << "#" << rows[i].id << " " << rows[i].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("the summary cannot be believed: val_bpb -5 is outside its range (0, 20)"));
+  EXPECT_THAT(rows[2].error, HasSubstr("2 summary blocks in the output"));
+  EXPECT_THAT(rows[3].error, HasSubstr("val_bpb: '0x1p-3' is not a decimal number"));
+  ASSERT_TRUE(rows[4].val_bpb);
+  EXPECT_DOUBLE_EQ(*rows[4].val_bpb, 0.9);
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "honest\nbase\n");
+}
+
 // An incremental build that keeps its output while it is newer than the source,
 // as make and Ninja do: a stage that leaves a future-dated "binary" would have the
 // next experiment run it instead of what was committed.

@@ -15,6 +15,8 @@
 //                     symlink to `to`
 //   REWRITE path      training rewrites path in place with the same size and
 //                     its old mtime (the letters' case flipped)
+//   VAL_TEXT s        the summary's val_bpb line reads `val_bpb: s`, verbatim
+//   EXTRA_BLOCK v     a second summary block with val_bpb v after the real one
 //   POISON path       training writes "val_bpb 0.001" to path, dated a day
 //                     ahead: a stale build output an incremental build keeps
 //   PROBE_FAIL        print the harness's integrity-probe failure line
@@ -84,6 +86,12 @@ double number(const std::vector<std::string>& lines, const std::string& key, dou
   for (const auto& l : lines)
     if (l.rfind(key + " ", 0) == 0) return std::atof(l.c_str() + key.size() + 1);
   return fallback;
+}
+
+std::string word_after(const std::vector<std::string>& lines, const std::string& key) {
+  for (const auto& l : lines)
+    if (l.rfind(key, 0) == 0) return l.substr(key.size());
+  return "";
 }
 
 double bonus(const std::vector<std::string>& lines) {
@@ -292,6 +300,7 @@ int run(const char* path, const RunFlags& flags) {
   }
   std::printf("---\n");
   if (has(lines, "NAN")) std::printf("val_bpb:          nan\n");
+  else if (has(lines, "VAL_TEXT ")) std::printf("val_bpb:          %s\n", word_after(lines, "VAL_TEXT ").c_str());
   else std::printf("val_bpb:          %.6f\n", number(lines, "val_bpb", 1.0) - bonus(lines));
   std::printf("training_seconds: %.1f\n", seconds);
   std::printf("total_seconds:    %.1f\n", seconds + 0.1);
@@ -301,6 +310,7 @@ int run(const char* path, const RunFlags& flags) {
   std::printf("num_steps:        10\n");
   std::printf("num_params_M:     0.1\n");
   std::printf("depth:            2\n");
+  if (has(lines, "EXTRA_BLOCK ")) std::printf("---\nval_bpb:          %s\n", word_after(lines, "EXTRA_BLOCK ").c_str());
   return 0;
 }
 
