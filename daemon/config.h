@@ -19,6 +19,10 @@
 namespace ard {
 
 
+/// The most candidates a GPU may have proposed ahead (`lookahead`): each one
+/// holds a worktree slot.
+inline constexpr int kMaxLookahead = 8;
+
 struct StageConfig {
   std::string name;
   std::string command;     ///< /bin/sh command; {data_dir} {budget} {worktree} substituted

@@ -139,6 +139,37 @@ TEST(Config, ErrorsNameTheKey) {
   EXPECT_THAT(error_of("x = = 1"), HasSubstr("autoresearch.toml:1:"));
 }
 
+TEST(Config, EveryNumberHasAMaximum) {
+  EXPECT_EQ(error_of("lookahead = 100000"), "lookahead: must be 0 to 8, got 100000");
+  EXPECT_EQ(error_of("retry_wait_s = 1e300"), "retry_wait_s: must be > 0 and <= 86400, got 1e+300");
+  EXPECT_EQ(error_of("[[stage]]\nname='t'\ncommand='x'\ntimeout_s = 1e10\n"),
+            "stage[1].timeout_s: must be > 0 and <= 1e+07, got 1e+10");
+  EXPECT_EQ(error_of("[build]\ntimeout_s = 1e10\n"), "build.timeout_s: must be > 0 and <= 1e+07, got 1e+10");
+  EXPECT_EQ(error_of("budget_s = 1e10"), "budget_s: must be > 0 and <= 1e+07, got 1e+10");
+  EXPECT_EQ(error_of("max_builds = 1000"), "max_builds: must be 1 to 64, got 1000");
+  EXPECT_EQ(error_of("[logs]\nkeep_days = 1e9\n"), "logs.keep_days: must be >= 0 and <= 36500, got 1e+09");
+  EXPECT_EQ(error_of("[slurm]\npoll_s = 1e9\n"), "slurm.poll_s: must be > 0 and <= 3600, got 1e+09");
+  EXPECT_EQ(parse_config("lookahead = 8\nretry_wait_s = 86400\n", "/r").lookahead, 8);
+}
+
+TEST(Config, AnErrorInAFileNamesTheFileAndTheKey) {
+  testing::TempDir dir;
+  testing::write_file(dir / "autoresearch.toml", "lookahead = 100000\n");
+  try {
+    load_config(dir.path());
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "autoresearch.toml").string() + ": lookahead: must be 0 to 8, got 100000");
+  }
+  testing::write_file(dir / "autoresearch.toml", "x = = 1\n");
+  try {
+    load_config(dir.path());
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind((dir / "autoresearch.toml").string() + ":1:", 0), 0u) << e.what();
+  }
+}
+
 TEST(Config, TheBuildDirectoryIsOneNameInTheWorktreeRoot) {
   EXPECT_EQ(parse_config("", "/r").build_dir, "build");
   EXPECT_EQ(parse_config("[build]\ndir = \"out\"\n", "/r").build_dir, "out");
@@ -167,7 +198,7 @@ TEST(Config, NoiseAndKeepTables) {
   EXPECT_FALSE(c.keep.equal_but_simpler);
   EXPECT_EQ(c.keep.confirmations, 3);
 
-  EXPECT_THAT(error_of("[noise]\nevery = 0\n"), HasSubstr("noise.every: out of range: 0"));
+  EXPECT_THAT(error_of("[noise]\nevery = 0\n"), HasSubstr("noise.every: must be 1 to 1000000, got 0"));
   EXPECT_THAT(error_of("[noise]\nevery = 2.5\n"), HasSubstr("noise.every: expected an integer"));
   EXPECT_THAT(error_of("[noise]\nz = 0\n"), HasSubstr("noise.z: must be > 0"));
   EXPECT_THAT(error_of("[noise]\nz = 7\n"), HasSubstr("noise.z: must be <= 6"));
@@ -175,7 +206,7 @@ TEST(Config, NoiseAndKeepTables) {
   EXPECT_THAT(error_of("[noise]\nmax_age_s = -1\n"), HasSubstr("noise.max_age_s: must be >= 0"));
   EXPECT_THAT(error_of("[noise]\nsigma = 1\n"), HasSubstr("noise.sigma: unknown key"));
   EXPECT_THAT(error_of("[keep]\nequal_but_simpler = 1\n"), HasSubstr("keep.equal_but_simpler: expected true or false"));
-  EXPECT_THAT(error_of("[keep]\nconfirmations = -1\n"), HasSubstr("keep.confirmations: out of range: -1"));
+  EXPECT_THAT(error_of("[keep]\nconfirmations = -1\n"), HasSubstr("keep.confirmations: must be 0 to 1000000, got -1"));
   EXPECT_THAT(error_of("[keep]\nconfirmations = 6\n"), HasSubstr("keep.confirmations: must be <= 5"));
   EXPECT_THAT(error_of("keep = 1\n"), HasSubstr("keep: expected a table"));
 }
@@ -226,7 +257,7 @@ TEST(Config, ExecutorAndSlurmTable) {
   EXPECT_EQ(error_of("executor = 'k8s'\n"), "executor: expected \"local\" or \"slurm\", got \"k8s\"");
   EXPECT_EQ(error_of("[slurm]\non_restart = 'keep'\n"),
             "slurm.on_restart: expected \"adopt\" or \"cancel\", got \"keep\"");
-  EXPECT_THAT(error_of("[slurm]\nmax_jobs = 0\n"), HasSubstr("slurm.max_jobs: out of range"));
+  EXPECT_THAT(error_of("[slurm]\nmax_jobs = 0\n"), HasSubstr("slurm.max_jobs: must be 1 to 4096, got 0"));
   EXPECT_THAT(error_of("[slurm]\npoll_s = 0\n"), HasSubstr("slurm.poll_s: must be > 0"));
   EXPECT_EQ(error_of("[slurm]\nqueue = 'x'\n"), "slurm.queue: unknown key");
   EXPECT_EQ(error_of("[slurm]\nextra_args = '--qos=low'\n"), "slurm.extra_args: expected an array of strings");
@@ -253,7 +284,8 @@ TEST(Config, EditableGlobsThatOpenTheHarnessAreRefused) {
     load_config(dir.path());
     FAIL() << "accepted a glob over a tracked build file";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "editable[0]: \"trainer/ext/*\" would let an edit change trainer/ext/CMakeLists.txt");
+    EXPECT_EQ(std::string(e.what()), (dir / "autoresearch.toml").string() +
+                                         ": editable[0]: \"trainer/ext/*\" would let an edit change trainer/ext/CMakeLists.txt");
   }
   testing::write_file(dir / "autoresearch.toml", "editable = ['trainer/ext/*.cu']\n");
   EXPECT_EQ(load_config(dir.path()).editable, std::vector<std::string>{"trainer/ext/*.cu"});
@@ -329,7 +361,7 @@ TEST(Config, FetchAndPreflightKeys) {
   EXPECT_EQ(c.data.sources, "m.urls");
   EXPECT_EQ(c.data.shards, 3);
   EXPECT_EQ(c.preflight_gpu, "off");
-  EXPECT_THAT(error_of("[data]\nshards = 0\n"), HasSubstr("data.shards: out of range: 0"));
+  EXPECT_THAT(error_of("[data]\nshards = 0\n"), HasSubstr("data.shards: must be 1 to 100000, got 0"));
   EXPECT_THAT(error_of("[preflight]\ngpu = ''\n"), HasSubstr("preflight.gpu: must not be empty"));
   EXPECT_THAT(error_of("[preflight]\ncuda = 'x'\n"), HasSubstr("preflight.cuda: unknown key"));
 }
@@ -365,7 +397,7 @@ TEST(Config, ServeRefusesUnsafeOrBadValues) {
   EXPECT_THAT(error_of("[serve]\ntoken = \"0123456789 abcdef\"\n"), HasSubstr("serve.token: only printable"));
   EXPECT_EQ(error_of("[serve]\nbind = \"localhost\"\n"), "serve.bind: 'localhost' is not an IPv4 or IPv6 address");
   EXPECT_EQ(error_of("[serve]\nport = 70000\n"), "serve.port: must be 1 to 65535, got 70000");
-  EXPECT_EQ(error_of("[serve]\nport = 0\n"), "serve.port: out of range: 0");
+  EXPECT_EQ(error_of("[serve]\nport = 0\n"), "serve.port: must be 1 to 65535, got 0");
   EXPECT_EQ(error_of("[serve]\nport = \"80\"\n"), "serve.port: expected an integer");
   EXPECT_EQ(error_of("[serve]\nenabled = 1\n"), "serve.enabled: expected true or false");
   EXPECT_EQ(error_of("[serve]\nhost = \"x\"\n"), "serve.host: unknown key");

@@ -7,6 +7,7 @@
 // - a candidate that ends (kept, or any failure) is erased at once, its
 //   worker and slot freed, and its slot checked out at the best again.
 #include "daemon/engine.h"
+#include "daemon/duration.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -79,9 +80,7 @@ std::string join(const std::vector<std::string>& items, size_t max_items) {
   return out;
 }
 
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
+std::chrono::steady_clock::duration seconds(double s) { return steady_seconds(s); }
 
 }  // namespace
 

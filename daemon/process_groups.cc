@@ -1,5 +1,6 @@
 // See process_groups.h.
 #include "daemon/process_groups.h"
+#include "daemon/duration.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -57,7 +58,7 @@ std::vector<Member> live_members(pid_t pgid) {
 /// Waits until each process has exited (became a zombie or was reaped),
 /// on pidfds: the kernel reports the exit, nothing is polled by time.
 void wait_exited(const std::vector<Member>& members, double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + steady_seconds(timeout_s);
   for (const Member& m : members) {
     int fd = static_cast<int>(syscall(SYS_pidfd_open, m.pid, 0));
     if (fd < 0) continue;  // already reaped
