@@ -320,8 +320,9 @@ void Engine::begin() {
   for (const auto& r : store_.experiments(config_.tag))
     if (r.is_baseline && r.state != status::kInterrupted) need_baseline = false;
   if (need_baseline) {
-    std::string hash;
-    read_program(hash);
+    // The baseline asks no proposer: the program it records is the file as it is, or "".
+    const std::string hash =
+        record_program(read_program_file(config_.repo / config_.program, config_.max_program_bytes).content);
     int64_t id = store_.create_experiment(config_.tag, true, best_commit_, hash, "baseline", std::nullopt);
     store_.set_proposal(id, "baseline");
     store_.set_commit(id, best_commit_, "");
@@ -552,12 +553,13 @@ void Engine::request_proposals() {
   if (!paused_.empty() && proposals_running_ == 0) pause_proposals("", 0);
   const size_t target = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
   const int limit = proposer_.concurrent() ? static_cast<int>(workers_.size()) : 1;
-  while (candidates_.size() < target && proposals_running_ < limit) request_proposal();
+  // The content checked above is the one every proposal of this round records and sends:
+  // the file is read once, never again after the check.
+  while (candidates_.size() < target && proposals_running_ < limit) request_proposal(program.content);
 }
 
-void Engine::request_proposal() {
-  std::string hash;
-  std::string program = read_program(hash);
+void Engine::request_proposal(const std::string& program) {
+  const std::string hash = record_program(program);
   std::optional<Fix> fix;
   if (!fixes_.empty()) {
     fix = std::move(fixes_.front());
@@ -582,7 +584,7 @@ void Engine::request_proposal() {
 
   ProposalContext ctx;
   ctx.experiment_id = id;
-  ctx.program_md = std::move(program);
+  ctx.program_md = program;
   ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
   ctx.history = history();
   ctx.best_val_bpb = best_val_;
@@ -1268,13 +1270,10 @@ std::string Engine::reset_slot(int index, const std::string& commit, bool discar
   }
 }
 
-std::string Engine::read_program(std::string& hash) {
-  // request_proposals checked it a moment ago; a file that went since reads as
-  // empty here, and the next request waits for it.
-  std::string content = read_program_file(config_.repo / config_.program, config_.max_program_bytes).content;
-  hash = blob_hash(content);
+std::string Engine::record_program(const std::string& content) {
+  std::string hash = blob_hash(content);
   store_.put_program(hash, content);
-  return content;
+  return hash;
 }
 
 std::vector<HistoryEntry> Engine::history() {

@@ -179,8 +179,10 @@ class Engine {
   /// Every handler ends here: one pump (or, while stopping, the check whether
   /// the stop is complete) runs after the handler returned.
   void schedule_pump();
+  /// Reads program.md once; while it is readable, asks for proposals up to the target.
   void request_proposals();
-  void request_proposal();
+  /// One proposal with program, the content request_proposals read (recorded and sent as is).
+  void request_proposal(const std::string& program);
   void on_proposal(const std::shared_ptr<ProposalDone>& done);
   void start_builds();
   void start_build(Candidate& c, int slot);
@@ -234,7 +236,8 @@ class Engine {
   /// directory kept unless discard_build); where that fails, deletes the slot
   /// and creates it again. Returns "" or why even that failed.
   std::string reset_slot(int slot, const std::string& commit, bool discard_build = false);
-  std::string read_program(std::string& hash);
+  /// Stores a program.md version; returns its hash.
+  std::string record_program(const std::string& content);
   std::vector<HistoryEntry> history();
   std::vector<std::string> child_env(const std::string& gpu) const;
   std::filesystem::path log_path(const Candidate& c, const std::string& name) const;

@@ -2,14 +2,18 @@
 // repo, with fake_trainer as its build and stages and the scripted proposer.
 // They check the branch, the database, `status`, `export --tsv`, restarts
 // after SIGKILL, program.md edits, and the command line's errors.
+#include <fcntl.h>
 #include <gmock/gmock.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/fanotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <regex>
 #include <thread>
 
@@ -33,6 +37,51 @@ const std::string kDaemon = AUTORESEARCHD;
 const std::string kFake = FAKE_TRAINER;
 
 using testing::edit;
+
+/// Denies every second open of one file, by any process, through fanotify's
+/// permission events (root only): a reader that checks the file and then opens
+/// it again finds the second open failing just after the check passed.
+class EverySecondOpenDenied {
+ public:
+  explicit EverySecondOpenDenied(const std::filesystem::path& file)
+      : fd_(fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC)) {
+    if (fd_ >= 0 && fanotify_mark(fd_, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, file.c_str()) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    if (fd_ >= 0) thread_ = std::thread([this] { answer(); });
+  }
+  ~EverySecondOpenDenied() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);  // pending events are allowed
+  }
+  bool ok() const { return fd_ >= 0; }
+  int denied() const { return opens_ / 2; }
+
+ private:
+  void answer() {
+    alignas(fanotify_event_metadata) char buf[4096];
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;  // wakes to see stop_
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      for (auto* md = reinterpret_cast<fanotify_event_metadata*>(buf); n > 0 && FAN_EVENT_OK(md, n);
+           md = FAN_EVENT_NEXT(md, n)) {
+        if (md->fd < 0) continue;
+        if (md->mask & FAN_OPEN_PERM) {
+          fanotify_response r{md->fd, ++opens_ % 2 == 0 ? FAN_DENY : FAN_ALLOW};
+          if (::write(fd_, &r, sizeof r) != sizeof r) ADD_FAILURE() << "fanotify response not written";
+        }
+        ::close(md->fd);
+      }
+    }
+  }
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> opens_{0};
+  std::thread thread_;
+};
 
 class DaemonE2E : public ::testing::Test {
  protected:
@@ -513,6 +562,24 @@ TEST_F(DaemonE2E, ProgramEditsTakeEffectOnTheNextExperiment) {
     else EXPECT_FALSE(seen_v2) << "#" << r.id << " went back to the old program.md";
   }
   EXPECT_THAT(daemon("show " + std::to_string(first_v2->id)).out, HasSubstr("# program v2"));
+}
+
+TEST_F(DaemonE2E, EachProposalRecordsAndSendsTheProgramItCheckedNeverAnEmptyOne) {
+  // program.md fails every second open: a daemon that read it again after its
+  // check would record (and send) an empty program.
+  write_config(10, testing::kOneRunDecides);
+  nlohmann::json script = nlohmann::json::array();
+  for (int i = 0; i < 10; ++i) script.push_back(edit("try " + std::to_string(i), "val_bpb 0.9" + std::to_string(i) + "\n"));
+  write_script(script);
+  EverySecondOpenDenied gate(repo / "program.md");
+  ASSERT_TRUE(gate.ok()) << "fanotify needs root: " << std::strerror(errno);
+  auto rows = run_until_finished(5);
+  EXPECT_GE(gate.denied(), 2);
+  Store store(db_path().string());
+  for (const auto& r : rows) {
+    if (r.is_baseline || r.program_hash.empty()) continue;
+    EXPECT_EQ(store.program(r.program_hash), "# program v1\nLower val_bpb.\n") << "#" << r.id;
+  }
 }
 
 TEST_F(DaemonE2E, StopDuringARunRecordsItInterruptedAndResetsTheBranch) {
