@@ -7,7 +7,9 @@
 #include <git2.h>
 
 #include "daemon/git_repo.h"
+#include "llm_client/llm_config.h"
 #include "proposers/editable.h"
+#include "proposers/offline_proposer.h"
 
 #include <cmath>
 #include <fstream>
@@ -112,7 +114,8 @@ class KeyReader {
 };
 
 void check_relative_glob(const std::string& key, const std::string& glob) {
-  if (glob.front() == '/' || glob.find("..") != std::string::npos || glob.rfind(".git", 0) == 0)
+  // ".git" itself, not ".gitignore": a protected file is refused by check_editable_globs with its reason.
+  if (glob.front() == '/' || glob.find("..") != std::string::npos || glob == ".git" || glob.rfind(".git/", 0) == 0)
     throw ConfigError(key + ": '" + glob + "' must be a path inside the repo");
 }
 
@@ -276,6 +279,11 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
       r.reject_unknown();
       if (s.name.empty()) throw ConfigError(r.name("name") + ": missing");
       if (s.command.empty()) throw ConfigError(r.name("command") + ": missing");
+      // The name becomes part of a log file's name (<id>-<name>.log) and of the status lines.
+      static const std::regex stage_name_re("[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}");
+      if (!std::regex_match(s.name, stage_name_re))
+        throw ConfigError(r.name("name") + ": '" + s.name +
+                          "' is not a stage name (letters, digits, '_', '.', '-'; no '/'; at most 64)");
       if (!names.insert(s.name).second) throw ConfigError(r.name("name") + ": duplicate stage '" + s.name + "'");
       c.stages.push_back(std::move(s));
     }
@@ -406,8 +414,15 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     c.llm = *t;
     c.has_llm = true;
   }
-  if (const toml::table* t = top.table("offline")) c.offline = *t;
+  const toml::table* offline = top.table("offline");
+  if (offline) c.offline = *offline;
   if (c.proposer_kind.empty()) c.proposer_kind = c.has_llm ? "llm" : "offline";
+  if (c.proposer_kind != "llm" && c.proposer_kind != "offline" && c.proposer_kind != "scripted")
+    throw ConfigError("proposer.kind: unknown proposer '" + c.proposer_kind + "' (known: llm, offline, scripted)");
+  // A table the proposer does not use is read all the same: a typo in it is refused now,
+  // not when the proposer changes (the one it uses, the proposer factory reads at start).
+  if (c.has_llm && c.proposer_kind != "llm") llm::parse_llm_config(c.llm);
+  if (offline && c.proposer_kind != "offline") parse_offline_config(c.offline);
 
   top.reject_unknown();
   return c;

@@ -80,6 +80,7 @@ pass = ["PATH"]
 kind = "scripted"
 script = "edits.json"
 [llm]
+provider = "openai"
 model = "x"
 [offline]
 seed = 3
@@ -168,6 +169,31 @@ TEST(Config, AnErrorInAFileNamesTheFileAndTheKey) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind((dir / "autoresearch.toml").string() + ":1:", 0), 0u) << e.what();
   }
+}
+
+TEST(Config, StageNamesAreFileNameSafe) {
+  EXPECT_EQ(error_of("[[stage]]\nname = '../../x'\ncommand = 'true'\n"),
+            "stage[1].name: '../../x' is not a stage name (letters, digits, '_', '.', '-'; no '/'; at most 64)");
+  EXPECT_THAT(error_of("[[stage]]\nname = '.hidden'\ncommand = 'true'\n"), HasSubstr("is not a stage name"));
+  EXPECT_THAT(error_of("[[stage]]\nname = 'a b'\ncommand = 'true'\n"), HasSubstr("is not a stage name"));
+  EXPECT_EQ(parse_config("[[stage]]\nname = 'train-2.b_c'\ncommand = 'true'\n", "/r").stages[0].name, "train-2.b_c");
+}
+
+TEST(Config, GitignoreIsRefusedAsAGitFileNotAsAPathOutsideTheRepo) {
+  EXPECT_EQ(error_of("editable = ['.gitignore']"), "editable[0]: \".gitignore\" would let an edit change .gitignore");
+  EXPECT_EQ(error_of("editable = ['.git/config']"), "editable: '.git/config' must be a path inside the repo");
+  EXPECT_EQ(error_of("editable = ['trainer/model/']"),
+            "editable[0]: \"trainer/model/\" can never match a file: it ends with '/' (globs match files, not "
+            "directories)");
+}
+
+TEST(Config, AnUnusedLlmOrOfflineTableIsCheckedAllTheSame) {
+  const std::string llm = "[llm]\nprovider = 'openai'\nmodel = 'm'\n";
+  EXPECT_EQ(parse_config("[proposer]\nkind = 'offline'\n" + llm, "/r").proposer_kind, "offline");
+  EXPECT_EQ(error_of("[proposer]\nkind = 'offline'\n" + llm + "tempreature = 0.5\n"), "llm.tempreature: unknown key");
+  EXPECT_EQ(error_of(llm + "[offline]\nmax_factr = 2\n"), "offline.max_factr: unknown key");
+  EXPECT_EQ(error_of("[proposer]\nkind = 'psychic'\n[llm]\n"),
+            "proposer.kind: unknown proposer 'psychic' (known: llm, offline, scripted)");
 }
 
 TEST(Config, TheBuildDirectoryIsOneNameInTheWorktreeRoot) {
