@@ -372,6 +372,8 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     KeyReader r(*t, "sandbox");
     r.string("mode", c.sandbox.mode);
     r.boolean("network", c.sandbox.network);
+    r.integer("tmp_mb", c.sandbox.tmp_mb, 1, 1024 * 1024);
+    r.integer("scratch_mb", c.sandbox.scratch_mb, 1, 1024 * 1024);
     r.reject_unknown();
     if (c.sandbox.mode != "bwrap" && c.sandbox.mode != "off")
       throw ConfigError("sandbox.mode: expected \"bwrap\" or \"off\", got \"" + c.sandbox.mode + "\"");

@@ -74,6 +74,8 @@ struct KeepConfig {
 struct SandboxConfig {
   std::string mode = "bwrap";  ///< "bwrap": every child in bubblewrap; "off": unconfined (status warns)
   bool network = false;        ///< true: children share the host's network
+  int tmp_mb = 4096;           ///< the sandbox's /tmp: a tmpfs of at most this many MiB
+  int scratch_mb = 4096;       ///< the slot's scratch directory: a tmpfs of at most this many MiB
 };
 
 /// The [logs] table: how long stage logs are kept.

@@ -47,6 +47,8 @@ constexpr double kProposalGraceS = 8;
 constexpr double kStoreCheckS = 2;
 /// How often a candidate's change is re-applied onto a newer best at most.
 constexpr int kMaxReapplies = 3;
+/// How often one experiment runs again after a fault of the machine before the fault is its own.
+constexpr int kMaxFaultReruns = 2;
 
 std::string short_id(const std::string& commit) { return commit.substr(0, 7); }
 
@@ -275,7 +277,8 @@ void Engine::reconcile() {
 }
 
 void Engine::open_slots() {
-  // One slot a GPU trains in, and one for each candidate built ahead.
+  // What an older daemon's children left in the scratch directories goes (they are tmpfs mounts now).
+  if (std::string e = remove_tree_nofollow(state_.root / "scratch"); !e.empty()) log_("warning: scratch: " + e);
   // One slot a GPU trains in, one for each candidate built ahead, and one per
   // GPU for the repeat runs (a noise round needs slots while candidates hold theirs).
   size_t n = workers_.size() * (2 + static_cast<size_t>(config_.lookahead));
@@ -473,6 +476,16 @@ void Engine::environment_fault(const EnvironmentFault& fault) {
 
 void Engine::rerun(Candidate& c, const EnvironmentFault& fault) {
   const std::string where = c.phase == Phase::kBuilding ? "build" : "run";
+  // A fault that follows the same experiment every time is the experiment's own (a stage that
+  // fills the disk): after kMaxFaultReruns runs again it fails, and the slot's reset frees the space.
+  if (++c.fault_reruns > kMaxFaultReruns) {
+    c.child.reset();
+    environment_fault(fault);
+    return fail(c, status::kCrash,
+                where + " met a fault of the machine each of the " + std::to_string(c.fault_reruns) +
+                    " times it ran, so it is the experiment's (did it fill the disk?): " + fault.what(),
+                "");
+  }
   c.child.reset();
   c.phase = Phase::kCommitted;
   c.stage = 0;
@@ -748,7 +761,7 @@ void Engine::start_build(Candidate& c, int slot) {
   c.build_listing.reset();
   slots_[slot].holder = c.id;
   if (std::string e = reset_slot(slot, c.commit, slots_[slot].discard_build); !e.empty()) {
-    if (auto fault = probe_write(slots_[slot].path)) return rerun(c, *fault);
+    if (auto fault = slot_fault(slot)) return rerun(c, *fault);
     return fatal("cannot check out a candidate: " + e);
   }
   if (slurm_ && config_.slurm.build == "job") return built_in_job(c);
@@ -1192,9 +1205,12 @@ void Engine::release(Candidate& c) {
   const int slot = std::exchange(c.slot, -1);
   if (slot >= 0) {
     slots_[slot].holder = 0;
-    // Nothing a child left outlives it; a slot that cannot be made clean is not used again.
-    if (std::string e = reset_slot(slot, best_commit_, slots_[slot].discard_build); !e.empty())
-      fatal("cannot reset a worktree to the best: " + e);
+    // Nothing a child left outlives it. A slot that cannot be made clean on a full disk is reset
+    // again before its next use; otherwise the daemon stops rather than run in it.
+    if (std::string e = reset_slot(slot, best_commit_, slots_[slot].discard_build); !e.empty()) {
+      if (slot_fault(slot)) log_("warning: cannot reset a worktree to the best yet: " + e);
+      else fatal("cannot reset a worktree to the best: " + e);
+    }
   }
 }
 
@@ -1206,6 +1222,9 @@ std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build) const {
   box.worktree = slots_[slot].path;
   box.scratch = state_.root / "scratch" / std::to_string(slot);
   std::filesystem::create_directories(box.scratch);
+  // Both are tmpfs mounts of the sandbox: capped, empty at every start, gone when the child ends.
+  box.tmp_bytes = static_cast<uint64_t>(config_.sandbox.tmp_mb) << 20;
+  box.scratch_bytes = static_cast<uint64_t>(config_.sandbox.scratch_mb) << 20;
   box.read_only = {config_.repo / ".git"};
   if (!build) {
     // The build is the only writer of its output: a stage runs what was built, and cannot leave
@@ -1249,16 +1268,32 @@ std::string Engine::tamper_check(const Candidate& c) {
   return "the worktree differs from the experiment's commit: " + join(bad, 10);
 }
 
+std::optional<EnvironmentFault> Engine::slot_fault(int index) {
+  if (auto fault = probe_write(slots_[index].path)) return fault;
+  return probe_write(std::filesystem::path(config_.repo) / ".git");
+}
+
 std::string Engine::reset_slot(int index, const std::string& commit, bool discard_build) {
   Slot& slot = slots_[index];
   const SlotKeep keep = discard_build ? SlotKeep{} : SlotKeep{{config_.build_dir}};
-  try {
-    slot.repo->checkout_detached(commit, keep);
-    slot.discard_build = false;
-    return "";
-  } catch (const GitError& e) {
-    log_(std::string("slot ") + slot.path.filename().string() + " cannot be made clean (" + e.what() +
-         "): deleted and created again");
+  if (slot.repo) {  // none: its re-creation failed before (a full disk); it is tried again
+    try {
+      slot.repo->checkout_detached(commit, keep);
+      slot.discard_build = false;
+      return "";
+    } catch (const GitError& e) {
+      // Files equal to the commit: git's own metadata (HEAD, the index) could not be written, a
+      // fault of the machine (a full disk under .git) that deleting the slot would not mend.
+      std::vector<std::string> left;
+      try {
+        left = slot.repo->differences(commit, keep);
+      } catch (const std::exception&) {
+        left = {"."};
+      }
+      if (left.empty()) return e.what();
+      log_(std::string("slot ") + slot.path.filename().string() + " cannot be made clean (" + e.what() +
+           "): deleted and created again");
+    }
   }
   try {
     slot.repo.reset();
@@ -1314,7 +1349,7 @@ std::string Engine::exp_ref(int64_t id) const {
 
 int Engine::free_slot() const {
   for (size_t i = 0; i < slots_.size(); ++i)
-    if (!slots_[i].holder && slots_[i].repo) return static_cast<int>(i);
+    if (!slots_[i].holder) return static_cast<int>(i);
   return -1;
 }
 

@@ -108,6 +108,7 @@ class Engine {
     int fix_round = 0;   ///< which fix of a build failure it is (0: none)
     int reapplies = 0;   ///< how often its change was re-applied onto a newer best
     int slot = -1;       ///< the worktree slot it is built and trained in
+    int fault_reruns = 0;  ///< runs again after a fault of the machine (kMaxFaultReruns at most)
     /// The build directory as the build left it (stat_listing); a stage that
     /// changed it is tampered. Unset before the local build.
     std::optional<std::string> build_listing;
@@ -236,6 +237,8 @@ class Engine {
   /// directory kept unless discard_build); where that fails, deletes the slot
   /// and creates it again. Returns "" or why even that failed.
   std::string reset_slot(int slot, const std::string& commit, bool discard_build = false);
+  /// A fault of the machine where a slot's reset writes: the slot's disk or the repo's .git.
+  std::optional<EnvironmentFault> slot_fault(int slot);
   /// Stores a program.md version; returns its hash.
   std::string record_program(const std::string& content);
   std::vector<HistoryEntry> history();

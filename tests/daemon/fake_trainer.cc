@@ -17,6 +17,8 @@
 //                     its old mtime (the letters' case flipped)
 //   VAL_TEXT s        the summary's val_bpb line reads `val_bpb: s`, verbatim
 //   EXTRA_BLOCK v     a second summary block with val_bpb v after the real one
+//   FILL path         training writes zeros to path until the disk is full,
+//                     then fails (exit 1)
 //   POISON path       training writes "val_bpb 0.001" to path, dated a day
 //                     ahead: a stale build output an incremental build keeps
 //   PROBE_FAIL        print the harness's integrity-probe failure line
@@ -260,6 +262,15 @@ int run(const char* path, const RunFlags& flags) {
     const struct timespec times[2] = {st.st_atim, st.st_mtim};
     ok = ok && ::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0;
     std::printf("rewrote %s: %s\n", path.c_str(), ok ? "same size, old mtime" : "failed");
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("FILL ", 0) != 0) continue;
+    std::FILE* f = std::fopen(line.substr(5).c_str(), "ab");
+    static const std::string block(1 << 20, '\0');
+    while (f && std::fwrite(block.data(), 1, block.size(), f) == block.size() && std::fflush(f) == 0) {
+    }
+    std::printf("FAIL: cannot write %s: the disk is full\n", line.substr(5).c_str());
+    return 1;
   }
   for (const auto& line : lines) {
     if (line.rfind("POISON ", 0) != 0) continue;
