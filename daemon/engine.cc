@@ -8,6 +8,7 @@
 //   worker and slot freed, and its slot checked out at the best again.
 #include "daemon/engine.h"
 #include "daemon/duration.h"
+#include "daemon/secret_scan.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -1189,7 +1190,9 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   else if (final_status != status::kInterrupted && final_status != status::kConflict)
     breaker_.record_failure(final_status, error);
   if (final_status != status::kDiscarded && final_status != status::kInterrupted)
-    last_failure_ = Failure{final_status, failure_detail.empty() ? error + "\n" + log_tail : failure_detail};
+    // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.
+    last_failure_ =
+        Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
   log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
   // What a tampered experiment's children could reach is not trusted: its build output goes too.
   if (final_status == status::kTampered && c.slot >= 0) slots_[c.slot].discard_build = true;

@@ -17,6 +17,7 @@
 //                     its old mtime (the letters' case flipped)
 //   VAL_TEXT s        the summary's val_bpb line reads `val_bpb: s`, verbatim
 //   EXTRA_BLOCK v     a second summary block with val_bpb v after the real one
+//   PRINT path        training prints the file at path (what a stage can read)
 //   FILL path         training writes zeros to path until the disk is full,
 //                     then fails (exit 1)
 //   POISON path       training writes "val_bpb 0.001" to path, dated a day
@@ -263,6 +264,8 @@ int run(const char* path, const RunFlags& flags) {
     ok = ok && ::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0;
     std::printf("rewrote %s: %s\n", path.c_str(), ok ? "same size, old mtime" : "failed");
   }
+  for (const auto& line : lines)
+    if (line.rfind("PRINT ", 0) == 0) std::printf("%s", read_all(line.substr(6).c_str()).c_str());
   for (const auto& line : lines) {
     if (line.rfind("FILL ", 0) != 0) continue;
     std::FILE* f = std::fopen(line.substr(5).c_str(), "ab");
