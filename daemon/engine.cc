@@ -1194,8 +1194,12 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
     last_failure_ =
         Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
   log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
-  // What a tampered experiment's children could reach is not trusted: its build output goes too.
-  if (final_status == status::kTampered && c.slot >= 0) slots_[c.slot].discard_build = true;
+  // What a tampered experiment's children could reach is not trusted: its build output goes too,
+  // and a ref it moved (possible unconfined) is put back, or every later experiment would be tampered.
+  if (final_status == status::kTampered) {
+    if (c.slot >= 0) slots_[c.slot].discard_build = true;
+    restore_refs(c);
+  }
   release(c);
   erase(id);
   if (baseline && final_status != status::kInterrupted) return fatal("the baseline failed (" + final_status + "): " + error);
@@ -1269,6 +1273,21 @@ std::string Engine::tamper_check(const Candidate& c) {
   if (repo_->ref_target(exp_ref(row)) != c.commit) bad.push_back(exp_ref(row) + " (moved)");
   if (bad.empty()) return "";
   return "the worktree differs from the experiment's commit: " + join(bad, 10);
+}
+
+void Engine::restore_refs(const Candidate& c) {
+  try {
+    if (repo_->ref_target(branch_ref_) != best_commit_) {
+      repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: put back after a tampered experiment");
+      log_("autoresearch/" + config_.tag + " was moved by #" + std::to_string(c.id) + "; put back at " +
+           short_id(best_commit_));
+    }
+    const int64_t row = c.id > 0 ? c.id : c.row;
+    if (!c.commit.empty() && repo_->ref_target(exp_ref(row)) != c.commit)
+      repo_->set_ref(exp_ref(row), c.commit, "autoresearchd: put back after a tampered experiment");
+  } catch (const GitError& e) {
+    log_(std::string("warning: cannot put a moved ref back: ") + e.what());
+  }
 }
 
 std::optional<EnvironmentFault> Engine::slot_fault(int index) {

@@ -237,6 +237,8 @@ class Engine {
   /// directory kept unless discard_build); where that fails, deletes the slot
   /// and creates it again. Returns "" or why even that failed.
   std::string reset_slot(int slot, const std::string& commit, bool discard_build = false);
+  /// Points the branch back at the best and c's ref back at its commit, where a child moved them.
+  void restore_refs(const Candidate& c);
   /// A fault of the machine where a slot's reset writes: the slot's disk or the repo's .git.
   std::optional<EnvironmentFault> slot_fault(int slot);
   /// Stores a program.md version; returns its hash.

@@ -483,6 +483,18 @@ TEST_F(DaemonE2E, UnconfinedACommitFromAStageIsTamperedAndTheBranchStays) {
   EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "innocent\nbase\n");
 }
 
+TEST_F(DaemonE2E, UnconfinedABranchMovedByAStageIsPutBackAndTheNextExperimentRuns) {
+  write_config(10, "[sandbox]\nmode = \"off\"\n" + std::string(testing::kOneRunDecides));
+  write_script(nlohmann::json::array({edit("move the branch", "val_bpb 0.5\nMOVE_REF refs/heads/autoresearch/e2e\n"),  // #2
+                                      edit("innocent", "val_bpb 0.9\n")}));  // #3 kept
+  auto rows = run_until_finished(3);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("autoresearch/e2e (moved)"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "innocent\nbase\n");
+}
+
 TEST_F(DaemonE2E, SigkillMidRunThenRestartReconciles) {
   // Unconfined, a child outlives a killed daemon (in the sandbox it dies with
   // it): the restart must find its group and kill it.

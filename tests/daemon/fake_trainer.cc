@@ -11,6 +11,7 @@
 //   LEAVE path        training appends a line to path (relative to the worktree):
 //                     a `core`, a checkpoint, an edit after the commit
 //   GIT_COMMIT        training runs `git commit --allow-empty` in the worktree
+//   MOVE_REF ref      training points ref at the worktree's HEAD (git update-ref)
 //   SYMLINK path to   training replaces path (relative to the worktree) with a
 //                     symlink to `to`
 //   REWRITE path      training rewrites path in place with the same size and
@@ -285,6 +286,12 @@ int run(const char* path, const RunFlags& flags) {
     ahead[1] = ahead[0];
     ok = ok && ::utimensat(AT_FDCWD, path.c_str(), ahead, 0) == 0;
     std::printf("poisoned %s: %s\n", path.c_str(), ok ? "written" : "not written");
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("MOVE_REF ", 0) != 0) continue;
+    std::fflush(stdout);
+    const std::string cmd = "git update-ref " + line.substr(9) + " HEAD 2>&1";
+    std::printf("move %s: rc %d\n", line.substr(9).c_str(), std::system(cmd.c_str()));
   }
   if (has(lines, "GIT_COMMIT")) {
     std::fflush(stdout);
