@@ -372,9 +372,21 @@ void Engine::stop(const std::string& reason) {
   retry_timer_.cancel();
   fault_timer_.cancel();
   store_check_timer_.cancel();
+  std::vector<std::string> waits;
   for (auto& [id, c] : candidates_)
-    if (c.child) c.child->stop();
+    if (c.child) {
+      c.child->stop();
+      waits.push_back("#" + std::to_string(c.id > 0 ? c.id : c.row) + "'s " +
+                      (c.phase == Phase::kBuilding ? std::string("build") : "stage " + config_.stages[c.stage].name));
+    }
   if (slurm_) slurm_->stop_all();
+  if (slurm_ && slurm_->active()) waits.push_back("the Slurm jobs' cancellation");
+  if (data_running_) waits.push_back("the data step");
+  if (proposals_running_ > 0)
+    waits.push_back(std::to_string(proposals_running_) + " proposal call(s) (at most " + fmt_number(kProposalGraceS) +
+                    " s)");
+  // `stop` prints this line: what the daemon waits for before it exits.
+  log_("stopping: waiting for " + (waits.empty() ? std::string("nothing") : join(waits, 10)));
   stop_deadline_.expires_after(seconds(kProposalGraceS));
   stop_deadline_.async_wait([this](const boost::system::error_code& e) {
     if (!e) {

@@ -619,6 +619,22 @@ TEST_F(DaemonE2E, StopDuringARunRecordsItInterruptedAndResetsTheBranch) {
   EXPECT_EQ(daemon("stop").code, 1);  // nothing left to stop
 }
 
+TEST_F(DaemonE2E, StopSaysWhatItWaitsFor) {
+  // Unconfined, a stage that ignores SIGTERM holds the stop for the kill grace.
+  write_config(60, "[sandbox]\nmode = \"off\"\n");
+  write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n")}));
+  pid_t pid = spawn_daemon("daemon.log");
+  wait_for([](const auto& r) { return r.size() >= 2 && r[1].state == "running" && r[1].stage == "train"; });
+  auto stopped = daemon("stop");
+  waitpid(pid, nullptr, 0);
+  children.clear();
+  ASSERT_EQ(stopped.code, 0) << stopped.out;
+  EXPECT_THAT(stopped.out, HasSubstr("autoresearchd: stopping pid " + std::to_string(pid)));
+  EXPECT_THAT(stopped.out, HasSubstr("autoresearchd: daemon: "));
+  EXPECT_THAT(stopped.out, HasSubstr("stopping: waiting for #2's stage train"));
+  EXPECT_THAT(stopped.out, HasSubstr("autoresearchd: stopped (pid " + std::to_string(pid) + ")"));
+}
+
 TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {
   write_file(dir / "corpus/train.jsonl", "{\"text\": \"a\"}\n");
   write_file(dir / "corpus/val.jsonl", "{\"text\": \"b\"}\n");
