@@ -1256,10 +1256,7 @@ std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build) const {
   if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
   box.devices = nvidia_devices();
   box.network = config_.sandbox.network;
-  box.argv = {"/bin/sh"};
-  std::vector<std::string> argv = sandbox_argv(box);
-  argv.pop_back();  // the child process appends the shell and its gate
-  return argv;
+  return ard::sandbox_wrapper(box);
 }
 
 void Engine::record_group(int64_t id, pid_t pgid) {

@@ -121,6 +121,13 @@ std::vector<fs::path> nvidia_devices(const fs::path& dev) {
   return out;
 }
 
+std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& bwrap) {
+  spec.argv = {"/bin/sh"};
+  std::vector<std::string> argv = sandbox_argv(spec, bwrap);
+  argv.pop_back();  // the runner appends the shell and its gate
+  return argv;
+}
+
 std::optional<std::string> sandbox_unavailable(const std::string& bwrap) {
   const std::string fix = "install bubblewrap (apt-get install bubblewrap), or set [sandbox] mode = \"off\"";
   // The smallest sandbox with every namespace and mount kind the real one uses.

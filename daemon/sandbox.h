@@ -48,6 +48,10 @@ struct SandboxSpec {
 /// that is both writable and read-only.
 std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string& bwrap = "bwrap");
 
+/// sandbox_argv for a child that the runner starts as `/bin/sh -c <command>`
+/// behind it: the argv up to and including `--` (spec.argv is ignored).
+std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& bwrap = "bwrap");
+
 /// The /dev/nvidia* entries under dev (the GPU's device nodes and nvidia-caps).
 std::vector<std::filesystem::path> nvidia_devices(const std::filesystem::path& dev = "/dev");
 
