@@ -1,6 +1,5 @@
 // See child_process.h.
 #include "daemon/child_process.h"
-#include "daemon/duration.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +19,7 @@
 #include <chrono>
 
 #include "daemon/capped_log.h"
+#include "daemon/duration.h"
 
 namespace ard {
 namespace bp = boost::process::v2;

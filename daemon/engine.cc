@@ -7,8 +7,6 @@
 // - a candidate that ends (kept, or any failure) is erased at once, its
 //   worker and slot freed, and its slot checked out at the best again.
 #include "daemon/engine.h"
-#include "daemon/duration.h"
-#include "daemon/secret_scan.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -16,14 +14,15 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <fstream>
 #include <iomanip>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "daemon/data_prep.h"
+#include "daemon/duration.h"
 #include "daemon/evaluated_reconcile.h"
 #include "daemon/fatal_error.h"
 #include "daemon/process_groups.h"
@@ -32,6 +31,7 @@
 #include "daemon/keep_rule.h"
 #include "daemon/run_evidence.h"
 #include "daemon/sandbox.h"
+#include "daemon/secret_scan.h"
 #include "daemon/slurm_client.h"
 #include "daemon/slurm_executor.h"
 #include "daemon/slurm_recovery.h"

@@ -1,6 +1,5 @@
 // See process_groups.h.
 #include "daemon/process_groups.h"
-#include "daemon/duration.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -11,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/duration.h"
 #include "daemon/process_runner.h"
 #include "daemon/store.h"
 

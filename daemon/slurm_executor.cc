@@ -1,12 +1,12 @@
 // See slurm_executor.h.
 #include "daemon/slurm_executor.h"
-#include "daemon/duration.h"
 
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 
+#include "daemon/duration.h"
 #include "daemon/store.h"
 
 namespace ard {
