@@ -19,6 +19,7 @@
 #include <chrono>
 
 #include "daemon/capped_log.h"
+#include "daemon/duration.h"
 
 namespace ard {
 namespace bp = boost::process::v2;
@@ -202,7 +203,7 @@ std::shared_ptr<ChildProcess> ChildProcess::start(asio::io_context& io, const Ch
 
   std::weak_ptr<ChildProcess> weak = self;
   if (spec.timeout_s > 0 && !m.exit) {
-    m.timeout.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.timeout_s)));
+    m.timeout.expires_after(steady_seconds(spec.timeout_s));
     m.timeout.async_wait([weak](const bp::error_code& e) {
       if (auto s = weak.lock(); s && !e) s->terminate(ProcessResult::End::kTimedOut);
     });
@@ -273,8 +274,7 @@ void ChildProcess::terminate(ProcessResult::End why) {
   impl_->forced = why;
   ::kill(-pgid_, SIGTERM);
   std::weak_ptr<ChildProcess> weak = shared_from_this();
-  impl_->grace.expires_after(
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(impl_->spec.kill_grace_s)));
+  impl_->grace.expires_after(steady_seconds(impl_->spec.kill_grace_s));
   impl_->grace.async_wait([weak](const bp::error_code& e) {
     if (auto s = weak.lock(); s && !e && !s->done_) ::kill(-s->pgid_, SIGKILL);
   });

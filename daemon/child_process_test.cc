@@ -108,6 +108,13 @@ TEST_F(ChildTest, TimeoutEndsTheChild) {
   EXPECT_LT(r.seconds, 3);
 }
 
+TEST_F(ChildTest, AHugeTimeoutDoesNotEndTheChildAtOnce) {
+  // 1e10 s is past what the clock's nanoseconds hold: a wrapped duration would fire at once.
+  auto r = run(spec("sleep 0.2; echo finished", 1e10));
+  EXPECT_EQ(r.end, ProcessResult::End::kExited) << r.describe();
+  EXPECT_THAT(testing::read_file(dir / "log.txt"), HasSubstr("finished"));
+}
+
 TEST_F(ChildTest, OutputIsCappedWithHeadAndTail) {
   auto s = spec("yes x | head -c 100000; echo; echo THE-END");
   s.log_cap_bytes = 1000;

@@ -11,7 +11,9 @@
 #include <boost/asio/post.hpp>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -236,14 +238,33 @@ int cmd_stop(const Options& o, double timeout_s) {
     std::cerr << "autoresearchd: no daemon is running on " << config.repo.string() << "\n";
     return 1;
   }
+  // What the daemon logs from now on is what it waits for: `stop` says so as it happens.
+  std::error_code ec;
+  std::uintmax_t log_at = std::filesystem::file_size(state.log_file(), ec);
+  if (ec) log_at = 0;
   if (kill(*pid, SIGTERM) != 0) throw FatalError("cannot signal pid " + std::to_string(*pid));
+  std::cout << "autoresearchd: stopping pid " << *pid << " (at most " << static_cast<int>(timeout_s) << " s)\n"
+            << std::flush;
+  auto echo_log = [&] {
+    std::ifstream in(state.log_file(), std::ios::binary);
+    if (!in || !in.seekg(static_cast<std::streamoff>(log_at))) return;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t end = text.rfind('\n');
+    if (end == std::string::npos) return;
+    std::istringstream lines(text.substr(0, end + 1));
+    for (std::string line; std::getline(lines, line);) std::cout << "autoresearchd: daemon: " << line << "\n";
+    std::cout << std::flush;
+    log_at += end + 1;
+  };
   auto t0 = std::chrono::steady_clock::now();
   while (running_daemon(state.pid_file())) {
+    echo_log();
     if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(timeout_s))
       throw FatalError("the daemon (pid " + std::to_string(*pid) + ") did not stop within " +
                        std::to_string(static_cast<int>(timeout_s)) + " s");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  echo_log();
   std::cout << "autoresearchd: stopped (pid " << *pid << ")\n";
   return 0;
 }
@@ -294,7 +315,7 @@ int cmd_prepare(const Options& o) {
   GitRepo repo(config.repo);
   repo.exclude("/.autoresearchd/");
   std::string tip = repo.ref_target("refs/heads/autoresearch/" + config.tag).value_or(repo.head());
-  auto worktree = repo.open_detached_worktree(config.tag, state.worktree(config.tag), tip);
+  auto worktree = repo.open_detached_worktree(config.tag, state.worktree(config.tag), tip, SlotKeep{{config.build_dir}});
   StopFlag stop;
   install_prepare_signal_handlers(stop);
   PosixProcessRunner runner(&stop);

@@ -7,7 +7,9 @@
 #include <git2.h>
 
 #include "daemon/git_repo.h"
+#include "llm_client/llm_config.h"
 #include "proposers/editable.h"
+#include "proposers/offline_proposer.h"
 
 #include <cmath>
 #include <fstream>
@@ -17,6 +19,9 @@
 
 namespace ard {
 namespace {
+
+/// The longest duration a key may give: 1e7 s (about 115 days).
+constexpr double kMaxDurationKeyS = 1e7;
 
 class KeyReader {
  public:
@@ -37,25 +42,28 @@ class KeyReader {
     if (!allow_empty && out.empty()) throw ConfigError(name(key) + ": must not be empty");
   }
 
-  void number(const std::string& key, double& out, double min, bool min_inclusive) {
+  /// Every number has a maximum: a value past it is refused, never clamped.
+  void number(const std::string& key, double& out, double min, bool min_inclusive, double max) {
     const toml::node* n = get(key);
     if (!n) return;
     double v;
     if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
     else if (n->is_floating_point()) v = n->as_floating_point()->get();
     else throw ConfigError(name(key) + ": expected a number");
-    if (!std::isfinite(v) || v < min || (!min_inclusive && v == min))
-      throw ConfigError(name(key) + ": must be " + (min_inclusive ? ">= " : "> ") + fmt(min) +
+    if (!std::isfinite(v) || v < min || (!min_inclusive && v == min) || v > max)
+      throw ConfigError(name(key) + ": must be " + (min_inclusive ? ">= " : "> ") + fmt(min) + " and <= " + fmt(max) +
                         ", got " + fmt(v));
     out = v;
   }
 
-  void integer(const std::string& key, int& out, int min) {
+  void integer(const std::string& key, int& out, int min, int max) {
     const toml::node* n = get(key);
     if (!n) return;
     if (!n->is_integer()) throw ConfigError(name(key) + ": expected an integer");
     int64_t v = n->as_integer()->get();
-    if (v < min || v > 1000000) throw ConfigError(name(key) + ": out of range: " + std::to_string(v));
+    if (v < min || v > max)
+      throw ConfigError(name(key) + ": must be " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
+                        std::to_string(v));
     out = static_cast<int>(v);
   }
 
@@ -106,7 +114,8 @@ class KeyReader {
 };
 
 void check_relative_glob(const std::string& key, const std::string& glob) {
-  if (glob.front() == '/' || glob.find("..") != std::string::npos || glob.rfind(".git", 0) == 0)
+  // ".git" itself, not ".gitignore": a protected file is refused by check_editable_globs with its reason.
+  if (glob.front() == '/' || glob.find("..") != std::string::npos || glob == ".git" || glob.rfind(".git/", 0) == 0)
     throw ConfigError(key + ": '" + glob + "' must be a path inside the repo");
 }
 
@@ -212,15 +221,15 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   if (std::string why = check_editable_globs(c.editable, {}); !why.empty()) throw ConfigError(why);
   top.string("program", c.program);
   double max_program_bytes = static_cast<double>(c.max_program_bytes);
-  top.number("max_program_bytes", max_program_bytes, 1, true);
+  top.number("max_program_bytes", max_program_bytes, 1, true, 1e9);
   if (max_program_bytes != std::floor(max_program_bytes) || max_program_bytes > 1e9)
     throw ConfigError("max_program_bytes: expected a whole number of bytes up to 1e9");
   c.max_program_bytes = static_cast<int64_t>(max_program_bytes);
-  top.number("budget_s", c.budget_s, 0, false);
-  top.number("startup_s", c.startup_s, 0, true);
-  top.number("min_improvement", c.min_improvement, 0, true);
-  top.integer("max_fix_attempts", c.max_fix_attempts, 0);
-  top.number("retry_wait_s", c.retry_wait_s, 0, false);
+  top.number("budget_s", c.budget_s, 0, false, kMaxDurationKeyS);
+  top.number("startup_s", c.startup_s, 0, true, kMaxDurationKeyS);
+  top.number("min_improvement", c.min_improvement, 0, true, 20);
+  top.integer("max_fix_attempts", c.max_fix_attempts, 0, 20);
+  top.number("retry_wait_s", c.retry_wait_s, 0, false, 86400);
   if (const toml::node* n = top.get("gpus")) {
     if (n->is_string()) {
       if (n->as_string()->get() != "auto") throw ConfigError("gpus: expected \"auto\" or a list of GPU ids");
@@ -239,14 +248,18 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
       throw ConfigError("gpus: expected \"auto\" or a non-empty list of GPU ids");
     }
   }
-  top.integer("lookahead", c.lookahead, 0);
-  top.integer("max_builds", c.max_builds, 1);
+  top.integer("lookahead", c.lookahead, 0, kMaxLookahead);
+  top.integer("max_builds", c.max_builds, 1, 64);
 
   if (const toml::table* t = top.table("build")) {
     KeyReader r(*t, "build");
     r.string("command", c.build_command);
-    r.number("timeout_s", c.build_timeout_s, 0, false);
+    r.number("timeout_s", c.build_timeout_s, 0, false, kMaxDurationKeyS);
+    r.string("dir", c.build_dir);
     r.reject_unknown();
+    if (c.build_dir.find_first_of("/\\") != std::string::npos || c.build_dir == "." || c.build_dir == ".." ||
+        c.build_dir == ".git" || c.build_dir.find_first_of(std::string("\0", 1)) != std::string::npos)
+      throw ConfigError("build.dir: '" + c.build_dir + "' must be one directory name in the worktree's root");
   }
 
   if (const toml::node* n = top.get("stage")) {
@@ -260,12 +273,17 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
       r.string("name", s.name);
       r.string("command", s.command);
       s.timeout_s = 2 * c.budget_s + c.startup_s;
-      r.number("timeout_s", s.timeout_s, 0, false);
+      r.number("timeout_s", s.timeout_s, 0, false, kMaxDurationKeyS);
       s.expected_s = s.timeout_s;
-      r.number("expected_s", s.expected_s, 0, false);
+      r.number("expected_s", s.expected_s, 0, false, kMaxDurationKeyS);
       r.reject_unknown();
       if (s.name.empty()) throw ConfigError(r.name("name") + ": missing");
       if (s.command.empty()) throw ConfigError(r.name("command") + ": missing");
+      // The name becomes part of a log file's name (<id>-<name>.log) and of the status lines.
+      static const std::regex stage_name_re("[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}");
+      if (!std::regex_match(s.name, stage_name_re))
+        throw ConfigError(r.name("name") + ": '" + s.name +
+                          "' is not a stage name (letters, digits, '_', '.', '-'; no '/'; at most 64)");
       if (!names.insert(s.name).second) throw ConfigError(r.name("name") + ": duplicate stage '" + s.name + "'");
       c.stages.push_back(std::move(s));
     }
@@ -290,10 +308,10 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.strings("val", c.data.val);
     r.string("field", c.data.field);
     r.string("cache", c.data.cache);
-    r.number("timeout_s", c.data.timeout_s, 0, false);
+    r.number("timeout_s", c.data.timeout_s, 0, false, kMaxDurationKeyS);
     r.boolean("fetch", c.data.fetch);
     r.string("sources", c.data.sources);
-    r.integer("shards", c.data.shards, 1);
+    r.integer("shards", c.data.shards, 1, 100000);
     r.reject_unknown();
   }
 
@@ -305,10 +323,10 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
 
   if (const toml::table* t = top.table("noise")) {
     KeyReader r(*t, "noise");
-    r.integer("every", c.noise.every, 1);
-    r.number("max_age_s", c.noise.max_age_s, 0, true);
-    r.number("z", c.noise.z, 0, false);
-    r.number("prior_sigma", c.noise.prior_sigma, 0, true);
+    r.integer("every", c.noise.every, 1, 1000000);
+    r.number("max_age_s", c.noise.max_age_s, 0, true, 1e8);
+    r.number("z", c.noise.z, 0, false, 1e6);
+    r.number("prior_sigma", c.noise.prior_sigma, 0, true, 20);
     r.boolean("calibrate", c.noise.calibrate);
     r.boolean("rounds", c.noise.rounds);
     r.reject_unknown();
@@ -322,7 +340,7 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   if (const toml::table* t = top.table("keep")) {
     KeyReader r(*t, "keep");
     r.boolean("equal_but_simpler", c.keep.equal_but_simpler);
-    r.integer("confirmations", c.keep.confirmations, 0);
+    r.integer("confirmations", c.keep.confirmations, 0, 1000000);
     r.reject_unknown();
     if (c.keep.confirmations > 5)
       throw ConfigError("keep.confirmations: must be <= 5, got " + std::to_string(c.keep.confirmations));
@@ -341,7 +359,7 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     KeyReader r(*t, "serve");
     r.boolean("enabled", c.serve.enabled);
     r.string("bind", c.serve.bind);
-    r.integer("port", c.serve.port, 1);
+    r.integer("port", c.serve.port, 1, 65535);
     r.string("token", c.serve.token);
     r.boolean("allow_actions", c.serve.allow_actions);
     r.reject_unknown();
@@ -354,6 +372,8 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     KeyReader r(*t, "sandbox");
     r.string("mode", c.sandbox.mode);
     r.boolean("network", c.sandbox.network);
+    r.integer("tmp_mb", c.sandbox.tmp_mb, 1, 1024 * 1024);
+    r.integer("scratch_mb", c.sandbox.scratch_mb, 1, 1024 * 1024);
     r.reject_unknown();
     if (c.sandbox.mode != "bwrap" && c.sandbox.mode != "off")
       throw ConfigError("sandbox.mode: expected \"bwrap\" or \"off\", got \"" + c.sandbox.mode + "\"");
@@ -367,11 +387,11 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.string("partition", c.slurm.partition, true);
     r.string("account", c.slurm.account, true);
     r.string("gres", c.slurm.gres, true);
-    r.integer("max_jobs", c.slurm.max_jobs, 1);
+    r.integer("max_jobs", c.slurm.max_jobs, 1, 4096);
     r.strings("extra_args", c.slurm.extra_args, true);
     r.string("on_restart", c.slurm.on_restart);
-    r.number("poll_s", c.slurm.poll_s, 0, false);
-    r.integer("max_resubmits", c.slurm.max_resubmits, 0);
+    r.number("poll_s", c.slurm.poll_s, 0, false, 3600);
+    r.integer("max_resubmits", c.slurm.max_resubmits, 0, 100);
     r.string("build", c.slurm.build);
     r.reject_unknown();
     if (c.slurm.build != "local" && c.slurm.build != "job")
@@ -382,7 +402,7 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
 
   if (const toml::table* t = top.table("logs")) {
     KeyReader r(*t, "logs");
-    r.number("keep_days", c.logs.keep_days, 0, true);
+    r.number("keep_days", c.logs.keep_days, 0, true, 36500);
     r.reject_unknown();
   }
 
@@ -396,8 +416,15 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     c.llm = *t;
     c.has_llm = true;
   }
-  if (const toml::table* t = top.table("offline")) c.offline = *t;
+  const toml::table* offline = top.table("offline");
+  if (offline) c.offline = *offline;
   if (c.proposer_kind.empty()) c.proposer_kind = c.has_llm ? "llm" : "offline";
+  if (c.proposer_kind != "llm" && c.proposer_kind != "offline" && c.proposer_kind != "scripted")
+    throw ConfigError("proposer.kind: unknown proposer '" + c.proposer_kind + "' (known: llm, offline, scripted)");
+  // A table the proposer does not use is read all the same: a typo in it is refused now,
+  // not when the proposer changes (the one it uses, the proposer factory reads at start).
+  if (c.has_llm && c.proposer_kind != "llm") llm::parse_llm_config(c.llm);
+  if (offline && c.proposer_kind != "offline") parse_offline_config(c.offline);
 
   top.reject_unknown();
   return c;
@@ -414,10 +441,17 @@ Config load_config(const std::filesystem::path& repo, const std::filesystem::pat
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  // A `repo` key in an explicit config is relative to the file's directory.
-  Config c = parse_config(ss.str(), repo, path.string(), std::filesystem::absolute(path).parent_path());
-  check_globs_against_tracked(c);
-  return c;
+  try {
+    // A `repo` key in an explicit config is relative to the file's directory.
+    Config c = parse_config(ss.str(), repo, path.string(), std::filesystem::absolute(path).parent_path());
+    check_globs_against_tracked(c);
+    return c;
+  } catch (const ConfigError& e) {
+    // One line naming the file and the key (a TOML syntax error names the file already).
+    const std::string what = e.what();
+    if (what.rfind(path.string(), 0) == 0) throw;
+    throw ConfigError(path.string() + ": " + what);
+  }
 }
 
 }  // namespace ard

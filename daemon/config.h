@@ -19,6 +19,10 @@
 namespace ard {
 
 
+/// The most candidates a GPU may have proposed ahead (`lookahead`): each one
+/// holds a worktree slot.
+inline constexpr int kMaxLookahead = 8;
+
 struct StageConfig {
   std::string name;
   std::string command;     ///< /bin/sh command; {data_dir} {budget} {worktree} substituted
@@ -70,6 +74,8 @@ struct KeepConfig {
 struct SandboxConfig {
   std::string mode = "bwrap";  ///< "bwrap": every child in bubblewrap; "off": unconfined (status warns)
   bool network = false;        ///< true: children share the host's network
+  int tmp_mb = 4096;           ///< the sandbox's /tmp: a tmpfs of at most this many MiB
+  int scratch_mb = 4096;       ///< the slot's scratch directory: a tmpfs of at most this many MiB
 };
 
 /// The [logs] table: how long stage logs are kept.
@@ -114,6 +120,10 @@ struct Config {
   std::string build_command =
       "cmake -S trainer -B build/trainer -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build/trainer";
   double build_timeout_s = 1800;
+  /// The slot's build directory (one top-level name): the only untracked path
+  /// a slot keeps between experiments, written by the build alone (stages get
+  /// it read-only) and deleted after a tampered experiment.
+  std::string build_dir = "build";
 
   std::vector<StageConfig> stages;  ///< filled with the defaults when the file has none
 

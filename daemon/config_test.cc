@@ -80,6 +80,7 @@ pass = ["PATH"]
 kind = "scripted"
 script = "edits.json"
 [llm]
+provider = "openai"
 model = "x"
 [offline]
 seed = 3
@@ -139,6 +140,70 @@ TEST(Config, ErrorsNameTheKey) {
   EXPECT_THAT(error_of("x = = 1"), HasSubstr("autoresearch.toml:1:"));
 }
 
+TEST(Config, EveryNumberHasAMaximum) {
+  EXPECT_EQ(error_of("lookahead = 100000"), "lookahead: must be 0 to 8, got 100000");
+  EXPECT_EQ(error_of("retry_wait_s = 1e300"), "retry_wait_s: must be > 0 and <= 86400, got 1e+300");
+  EXPECT_EQ(error_of("[[stage]]\nname='t'\ncommand='x'\ntimeout_s = 1e10\n"),
+            "stage[1].timeout_s: must be > 0 and <= 1e+07, got 1e+10");
+  EXPECT_EQ(error_of("[build]\ntimeout_s = 1e10\n"), "build.timeout_s: must be > 0 and <= 1e+07, got 1e+10");
+  EXPECT_EQ(error_of("budget_s = 1e10"), "budget_s: must be > 0 and <= 1e+07, got 1e+10");
+  EXPECT_EQ(error_of("max_builds = 1000"), "max_builds: must be 1 to 64, got 1000");
+  EXPECT_EQ(error_of("[logs]\nkeep_days = 1e9\n"), "logs.keep_days: must be >= 0 and <= 36500, got 1e+09");
+  EXPECT_EQ(error_of("[slurm]\npoll_s = 1e9\n"), "slurm.poll_s: must be > 0 and <= 3600, got 1e+09");
+  EXPECT_EQ(parse_config("lookahead = 8\nretry_wait_s = 86400\n", "/r").lookahead, 8);
+}
+
+TEST(Config, AnErrorInAFileNamesTheFileAndTheKey) {
+  testing::TempDir dir;
+  testing::write_file(dir / "autoresearch.toml", "lookahead = 100000\n");
+  try {
+    load_config(dir.path());
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "autoresearch.toml").string() + ": lookahead: must be 0 to 8, got 100000");
+  }
+  testing::write_file(dir / "autoresearch.toml", "x = = 1\n");
+  try {
+    load_config(dir.path());
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind((dir / "autoresearch.toml").string() + ":1:", 0), 0u) << e.what();
+  }
+}
+
+TEST(Config, StageNamesAreFileNameSafe) {
+  EXPECT_EQ(error_of("[[stage]]\nname = '../../x'\ncommand = 'true'\n"),
+            "stage[1].name: '../../x' is not a stage name (letters, digits, '_', '.', '-'; no '/'; at most 64)");
+  EXPECT_THAT(error_of("[[stage]]\nname = '.hidden'\ncommand = 'true'\n"), HasSubstr("is not a stage name"));
+  EXPECT_THAT(error_of("[[stage]]\nname = 'a b'\ncommand = 'true'\n"), HasSubstr("is not a stage name"));
+  EXPECT_EQ(parse_config("[[stage]]\nname = 'train-2.b_c'\ncommand = 'true'\n", "/r").stages[0].name, "train-2.b_c");
+}
+
+TEST(Config, GitignoreIsRefusedAsAGitFileNotAsAPathOutsideTheRepo) {
+  EXPECT_EQ(error_of("editable = ['.gitignore']"), "editable[0]: \".gitignore\" would let an edit change .gitignore");
+  EXPECT_EQ(error_of("editable = ['.git/config']"), "editable: '.git/config' must be a path inside the repo");
+  EXPECT_EQ(error_of("editable = ['trainer/model/']"),
+            "editable[0]: \"trainer/model/\" can never match a file: it ends with '/' (globs match files, not "
+            "directories)");
+}
+
+TEST(Config, AnUnusedLlmOrOfflineTableIsCheckedAllTheSame) {
+  const std::string llm = "[llm]\nprovider = 'openai'\nmodel = 'm'\n";
+  EXPECT_EQ(parse_config("[proposer]\nkind = 'offline'\n" + llm, "/r").proposer_kind, "offline");
+  EXPECT_EQ(error_of("[proposer]\nkind = 'offline'\n" + llm + "tempreature = 0.5\n"), "llm.tempreature: unknown key");
+  EXPECT_EQ(error_of(llm + "[offline]\nmax_factr = 2\n"), "offline.max_factr: unknown key");
+  EXPECT_EQ(error_of("[proposer]\nkind = 'psychic'\n[llm]\n"),
+            "proposer.kind: unknown proposer 'psychic' (known: llm, offline, scripted)");
+}
+
+TEST(Config, TheBuildDirectoryIsOneNameInTheWorktreeRoot) {
+  EXPECT_EQ(parse_config("", "/r").build_dir, "build");
+  EXPECT_EQ(parse_config("[build]\ndir = \"out\"\n", "/r").build_dir, "out");
+  for (const char* bad : {"../x", "a/b", ".git", "..", "."})
+    EXPECT_EQ(error_of(std::string("[build]\ndir = \"") + bad + "\"\n"),
+              std::string("build.dir: '") + bad + "' must be one directory name in the worktree's root");
+}
+
 TEST(Config, NoiseAndKeepTables) {
   Config d = parse_config("", "/r");
   EXPECT_EQ(d.noise.every, 30);
@@ -159,7 +224,7 @@ TEST(Config, NoiseAndKeepTables) {
   EXPECT_FALSE(c.keep.equal_but_simpler);
   EXPECT_EQ(c.keep.confirmations, 3);
 
-  EXPECT_THAT(error_of("[noise]\nevery = 0\n"), HasSubstr("noise.every: out of range: 0"));
+  EXPECT_THAT(error_of("[noise]\nevery = 0\n"), HasSubstr("noise.every: must be 1 to 1000000, got 0"));
   EXPECT_THAT(error_of("[noise]\nevery = 2.5\n"), HasSubstr("noise.every: expected an integer"));
   EXPECT_THAT(error_of("[noise]\nz = 0\n"), HasSubstr("noise.z: must be > 0"));
   EXPECT_THAT(error_of("[noise]\nz = 7\n"), HasSubstr("noise.z: must be <= 6"));
@@ -167,7 +232,7 @@ TEST(Config, NoiseAndKeepTables) {
   EXPECT_THAT(error_of("[noise]\nmax_age_s = -1\n"), HasSubstr("noise.max_age_s: must be >= 0"));
   EXPECT_THAT(error_of("[noise]\nsigma = 1\n"), HasSubstr("noise.sigma: unknown key"));
   EXPECT_THAT(error_of("[keep]\nequal_but_simpler = 1\n"), HasSubstr("keep.equal_but_simpler: expected true or false"));
-  EXPECT_THAT(error_of("[keep]\nconfirmations = -1\n"), HasSubstr("keep.confirmations: out of range: -1"));
+  EXPECT_THAT(error_of("[keep]\nconfirmations = -1\n"), HasSubstr("keep.confirmations: must be 0 to 1000000, got -1"));
   EXPECT_THAT(error_of("[keep]\nconfirmations = 6\n"), HasSubstr("keep.confirmations: must be <= 5"));
   EXPECT_THAT(error_of("keep = 1\n"), HasSubstr("keep: expected a table"));
 }
@@ -218,7 +283,7 @@ TEST(Config, ExecutorAndSlurmTable) {
   EXPECT_EQ(error_of("executor = 'k8s'\n"), "executor: expected \"local\" or \"slurm\", got \"k8s\"");
   EXPECT_EQ(error_of("[slurm]\non_restart = 'keep'\n"),
             "slurm.on_restart: expected \"adopt\" or \"cancel\", got \"keep\"");
-  EXPECT_THAT(error_of("[slurm]\nmax_jobs = 0\n"), HasSubstr("slurm.max_jobs: out of range"));
+  EXPECT_THAT(error_of("[slurm]\nmax_jobs = 0\n"), HasSubstr("slurm.max_jobs: must be 1 to 4096, got 0"));
   EXPECT_THAT(error_of("[slurm]\npoll_s = 0\n"), HasSubstr("slurm.poll_s: must be > 0"));
   EXPECT_EQ(error_of("[slurm]\nqueue = 'x'\n"), "slurm.queue: unknown key");
   EXPECT_EQ(error_of("[slurm]\nextra_args = '--qos=low'\n"), "slurm.extra_args: expected an array of strings");
@@ -245,7 +310,8 @@ TEST(Config, EditableGlobsThatOpenTheHarnessAreRefused) {
     load_config(dir.path());
     FAIL() << "accepted a glob over a tracked build file";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "editable[0]: \"trainer/ext/*\" would let an edit change trainer/ext/CMakeLists.txt");
+    EXPECT_EQ(std::string(e.what()), (dir / "autoresearch.toml").string() +
+                                         ": editable[0]: \"trainer/ext/*\" would let an edit change trainer/ext/CMakeLists.txt");
   }
   testing::write_file(dir / "autoresearch.toml", "editable = ['trainer/ext/*.cu']\n");
   EXPECT_EQ(load_config(dir.path()).editable, std::vector<std::string>{"trainer/ext/*.cu"});
@@ -321,7 +387,7 @@ TEST(Config, FetchAndPreflightKeys) {
   EXPECT_EQ(c.data.sources, "m.urls");
   EXPECT_EQ(c.data.shards, 3);
   EXPECT_EQ(c.preflight_gpu, "off");
-  EXPECT_THAT(error_of("[data]\nshards = 0\n"), HasSubstr("data.shards: out of range: 0"));
+  EXPECT_THAT(error_of("[data]\nshards = 0\n"), HasSubstr("data.shards: must be 1 to 100000, got 0"));
   EXPECT_THAT(error_of("[preflight]\ngpu = ''\n"), HasSubstr("preflight.gpu: must not be empty"));
   EXPECT_THAT(error_of("[preflight]\ncuda = 'x'\n"), HasSubstr("preflight.cuda: unknown key"));
 }
@@ -357,7 +423,7 @@ TEST(Config, ServeRefusesUnsafeOrBadValues) {
   EXPECT_THAT(error_of("[serve]\ntoken = \"0123456789 abcdef\"\n"), HasSubstr("serve.token: only printable"));
   EXPECT_EQ(error_of("[serve]\nbind = \"localhost\"\n"), "serve.bind: 'localhost' is not an IPv4 or IPv6 address");
   EXPECT_EQ(error_of("[serve]\nport = 70000\n"), "serve.port: must be 1 to 65535, got 70000");
-  EXPECT_EQ(error_of("[serve]\nport = 0\n"), "serve.port: out of range: 0");
+  EXPECT_EQ(error_of("[serve]\nport = 0\n"), "serve.port: must be 1 to 65535, got 0");
   EXPECT_EQ(error_of("[serve]\nport = \"80\"\n"), "serve.port: expected an integer");
   EXPECT_EQ(error_of("[serve]\nenabled = 1\n"), "serve.enabled: expected true or false");
   EXPECT_EQ(error_of("[serve]\nhost = \"x\"\n"), "serve.host: unknown key");

@@ -6,6 +6,7 @@
 #include "daemon/data_inputs.h"
 #include "daemon/fatal_error.h"
 #include "daemon/process_groups.h"
+#include "daemon/sandbox.h"
 
 namespace ard {
 namespace {
@@ -53,8 +54,22 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
     GroupRecord record(*store, what);
     return runner.run(spec, std::ref(record));
   };
+  // Both children run in the sandbox, like every build and stage: the worktree writable, the
+  // repo's .git read-only, no network (the fetch is the daemon's own, before this); prepare may
+  // write its cache, and reads its inputs (bound read-only: /tmp is the sandbox's own).
+  SandboxSpec box;
+  box.worktree = worktree;
+  box.scratch = state.root / "scratch" / "data";
+  if (std::filesystem::exists(config.repo / ".git")) box.read_only = {config.repo / ".git"};
+  box.network = config.sandbox.network;
+  box.tmp_bytes = static_cast<uint64_t>(config.sandbox.tmp_mb) << 20;
+  box.scratch_bytes = static_cast<uint64_t>(config.sandbox.scratch_mb) << 20;
+  const bool boxed = config.sandbox.mode == "bwrap";
+  if (boxed) std::filesystem::create_directories(box.scratch);
+
   log("data: building the trainer at the branch tip");
   ProcessSpec build{config.build_command, worktree, env, state.logs() / "data-build.log", config.build_timeout_s};
+  if (boxed) build.wrapper = sandbox_wrapper(box);
   ProcessResult b = run(build, "data-build");
   if (b.end == ProcessResult::End::kStopped) throw FatalError("stopped while building for the data step");
   if (!b.ok())
@@ -64,6 +79,19 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
   std::string cmd = prepare_command(config);
   log("data: " + cmd);
   ProcessSpec prep{cmd, worktree, env, state.logs() / "data-prepare.log", config.data.timeout_s};
+  if (boxed) {
+    const std::filesystem::path cache = std::filesystem::absolute(expand_home(config.data.cache));
+    std::filesystem::create_directories(cache);
+    box.extra_rw = {cache};
+    auto readable = [&](const std::string& p) {
+      const std::filesystem::path path = std::filesystem::absolute(p);
+      if (path != cache && std::filesystem::exists(path)) box.read_only.push_back(path);
+    };
+    for (const auto& t : config.data.train) readable(input_path(config, t));
+    for (const auto& v : config.data.val) readable(input_path(config, v));
+    if (std::filesystem::path(config.data.prepare).is_absolute()) readable(config.data.prepare);
+    prep.wrapper = sandbox_wrapper(box);
+  }
   ProcessResult p = run(prep, "prepare");
   std::string out = file_tail(prep.log, 200, 65536);
   if (p.end == ProcessResult::End::kStopped) throw FatalError("stopped while preparing the data");

@@ -8,6 +8,7 @@
 
 #include "daemon/fatal_error.h"
 #include "daemon/process_groups.h"
+#include "daemon/sandbox.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -53,6 +54,30 @@ TEST_F(DataPrepTest, BuildsThenReturnsTheLastDataDirLine) {
   std::string d = prepare_data(config, worktree, state, runner, log);
   EXPECT_EQ(d, "/cache/" + (dir / "corpus/train.jsonl.xz").string());
   EXPECT_EQ(testing::read_file(worktree / "built.txt"), "built\n");
+}
+
+TEST_F(DataPrepTest, PrepareRunsInTheSandboxWritingOnlyItsCache) {
+  if (auto why = sandbox_unavailable()) GTEST_SKIP() << *why;
+  const auto program = dir / "repo/program.md";
+  testing::write_file(program, "# program\n");
+  config.data.cache = (dir / "cache").string();
+  config.data.train = {(dir / "corpus/train.txt").string()};
+  testing::write_file(dir / "corpus/train.txt", "some text\n");
+  write_prepare("echo appended >> '" + program.string() + "' 2>/dev/null && echo repo-written\n"
+                "cat '" + (dir / "corpus/train.txt").string() + "'\n"
+                "touch '" + (dir / "cache/made").string() + "' && echo cache-written\n"
+                "echo 'data_dir: /d'\n");
+  EXPECT_EQ(prepare_data(config, worktree, state, runner, log), "/d");
+  const std::string out = testing::read_file(state.logs() / "data-prepare.log");
+  EXPECT_THAT(out, HasSubstr("some text"));  // its inputs are readable
+  EXPECT_THAT(out, HasSubstr("cache-written"));
+  // (Under /tmp the append may land in the sandbox's own /tmp; the user's file is what counts.)
+  EXPECT_EQ(testing::read_file(program), "# program\n");
+  // The control: unconfined, the same prepare appends to the user's program.md.
+  config.sandbox.mode = "off";
+  prepare_data(config, worktree, state, runner, log);
+  EXPECT_THAT(testing::read_file(state.logs() / "data-prepare.log"), HasSubstr("repo-written"));
+  EXPECT_EQ(testing::read_file(program), "# program\nappended\n");
 }
 
 TEST_F(DataPrepTest, PreparesGroupIsRecordedWhileItRuns) {

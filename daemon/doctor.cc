@@ -1,6 +1,8 @@
 // See doctor.h. The checks only look: none of them writes outside a scratch
 // directory of its own, so doctor is safe beside a running daemon.
 #include "daemon/doctor.h"
+
+#include "daemon/sandbox.h"
 #include "daemon/slurm_client.h"
 
 #include "daemon/environment_fault.h"
@@ -251,15 +253,12 @@ Check check_data(const Config& config) {
                         " files of " + sources_path(config).string() + " (data.fetch) into " + dir.string());
 }
 
-Check check_sandbox(Probe& probe) {
-  Probe::Result r = probe.run("bwrap --unshare-all --die-with-parent --ro-bind / / true");
-  if (r.code == 127) return failed("sandbox", "bwrap (bubblewrap) not found", "apt-get install bubblewrap", false);
-  if (r.code != 0)
-    return failed("sandbox", "bwrap cannot create namespaces: " + r.last_line(),
-                  "allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1; in a "
-                  "container, allow user namespaces)",
-                  false);
-  return ok("sandbox", "bwrap creates namespaces");
+Check check_sandbox(const Config& config) {
+  if (config.sandbox.mode == "off")
+    return skipped("sandbox", "off ([sandbox] mode = \"off\"): builds and stages run unconfined");
+  // The probe `start` runs (sandbox_start_refusal): what fails here makes start refuse.
+  if (auto why = sandbox_unavailable()) return failed("sandbox", *why, "");
+  return ok("sandbox", "bwrap creates the sandbox's namespaces");
 }
 
 Check check_llm_key(const Config& config) {
@@ -314,7 +313,7 @@ std::vector<Check> run_checks(const Config& config, ProcessRunner& runner) {
   Probe probe(config, runner);
   return {check_gpu(config, probe),   check_nvcc(config, probe),   check_cmake(config, probe),
           check_ninja(config, probe), check_cache_disk(config),    check_state_disk(config),
-          check_data(config),         check_sandbox(probe),        check_llm_key(config),
+          check_data(config),         check_sandbox(config),        check_llm_key(config),
           check_llm_server(config)};
 }
 

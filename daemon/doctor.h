@@ -61,7 +61,9 @@ Check check_cache_disk(const Config& config);
 /// The state directory's: worktree, trainer build, logs, results.db.
 Check check_state_disk(const Config& config);
 Check check_data(const Config& config);
-Check check_sandbox(Probe& probe);
+/// bwrap's probe, the one `start` refuses on (sandbox_unavailable): a failure
+/// blocks under [sandbox] mode = "bwrap"; skipped under "off".
+Check check_sandbox(const Config& config);
 Check check_llm_key(const Config& config);
 /// GET the model list (OpenAI: {base_url}/models; Anthropic: /v1/models).
 Check check_llm_server(const Config& config);

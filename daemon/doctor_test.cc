@@ -2,6 +2,7 @@
 // PATH of stub scripts (nvidia-smi, nvcc, cmake, bwrap), the data inputs, the
 // disk, and the LLM server check against the fake LLM server on loopback.
 #include "daemon/doctor.h"
+#include "daemon/sandbox.h"
 #include "daemon/environment_fault.h"
 
 #include <gmock/gmock.h>
@@ -39,11 +40,7 @@ class Doctor : public ::testing::Test {
     Probe p(c, runner);
     return check_nvcc(c, p);
   }
-  Check sandbox() {
-    Config c = config();
-    Probe p(c, runner);
-    return check_sandbox(p);
-  }
+  Check sandbox(const std::string& toml = "") { return check_sandbox(config(toml)); }
 
   TempDir tmp;
   ScopedEnv path_;  // only the stubs: nothing of this machine's PATH
@@ -169,17 +166,26 @@ TEST_F(Doctor, DiskNeedsRoomForTheFetchAndTheState) {
   EXPECT_GT(free_bytes(tmp / "no/such/dir").value_or(0), 0u);
 }
 
-TEST_F(Doctor, SandboxIsAdvisory) {
+TEST_F(Doctor, ABrokenSandboxBlocksAsItMakesStartRefuse) {
   Check missing = sandbox();
-  EXPECT_FALSE(missing.blocks());
-  EXPECT_EQ(missing.text(), "\u2717 sandbox: bwrap (bubblewrap) not found; fix: apt-get install bubblewrap (advisory: "
-                            "nothing configured needs it)");
+  EXPECT_TRUE(missing.blocks());
+  EXPECT_THAT(missing.text(), StartsWith("\u2717 sandbox: bwrap not found: install bubblewrap"));
   stub("bwrap", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1");
-  EXPECT_THAT(sandbox().text(),
-              StartsWith("\u2717 sandbox: bwrap cannot create namespaces: bwrap: No permissions to create new namespace; "
-                         "fix: allow unprivileged user namespaces"));
-  stub("bwrap", "test \"$*\" = '--unshare-all --die-with-parent --ro-bind / / true'");
-  EXPECT_EQ(sandbox().text(), "\u2713 sandbox: bwrap creates namespaces");
+  Check broken = sandbox();
+  EXPECT_TRUE(broken.blocks());
+  EXPECT_THAT(broken.text(), StartsWith("\u2717 sandbox: bwrap cannot create its namespaces (bwrap: No permissions to "
+                                        "create new namespace): allow unprivileged user namespaces"));
+  // start refuses on the same probe, with the same reason.
+  auto refusal = sandbox_start_refusal("bwrap");
+  ASSERT_TRUE(refusal);
+  EXPECT_THAT(*refusal, HasSubstr(broken.line));
+  // Under mode "off" nothing needs it: neither refuses.
+  EXPECT_FALSE(sandbox("[sandbox]\nmode = \"off\"\n").blocks());
+  EXPECT_EQ(sandbox("[sandbox]\nmode = \"off\"\n").text(),
+            "- sandbox: off ([sandbox] mode = \"off\"): builds and stages run unconfined");
+  EXPECT_FALSE(sandbox_start_refusal("off"));
+  stub("bwrap", "exit 0");
+  EXPECT_EQ(sandbox().text(), "\u2713 sandbox: bwrap creates the sandbox's namespaces");
 }
 
 std::string llm_toml(const std::string& provider, const std::string& base_url) {
@@ -247,12 +253,13 @@ TEST_F(Doctor, AllChecksPrintOneLineEachAndOnlyNeededFailuresFail) {
   stub("nvcc", "echo 'Cuda compilation tools, release 13.0, V13.0.88'");
   stub("cmake", "echo 'cmake version 3.25.1'");
   stub("ninja", "echo '1.11.1'");
+  stub("bwrap", "exit 0");
   write_file(tmp / "t.jsonl", "{}\n");
   Config c = config("[data]\ntrain = [\"" + (tmp / "t.jsonl").string() + "\"]\nval = [\"" + (tmp / "t.jsonl").string() +
                     "\"]\ncache = \"" + (tmp / "cache").string() + "\"\n");
   auto checks = run_checks(c, runner);
   std::ostringstream out;
-  EXPECT_EQ(print_checks(checks, out), 0) << out.str();  // the missing bwrap is advisory
+  EXPECT_EQ(print_checks(checks, out), 0) << out.str();
   std::vector<std::string> names;
   for (const auto& k : checks) names.push_back(k.name);
   EXPECT_EQ(names, (std::vector<std::string>{"gpu", "nvcc", "cmake", "ninja", "disk", "disk", "data", "sandbox",

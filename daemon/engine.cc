@@ -16,11 +16,13 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "daemon/data_prep.h"
+#include "daemon/duration.h"
 #include "daemon/evaluated_reconcile.h"
 #include "daemon/fatal_error.h"
 #include "daemon/process_groups.h"
@@ -29,6 +31,7 @@
 #include "daemon/keep_rule.h"
 #include "daemon/run_evidence.h"
 #include "daemon/sandbox.h"
+#include "daemon/secret_scan.h"
 #include "daemon/slurm_client.h"
 #include "daemon/slurm_executor.h"
 #include "daemon/slurm_recovery.h"
@@ -45,6 +48,8 @@ constexpr double kProposalGraceS = 8;
 constexpr double kStoreCheckS = 2;
 /// How often a candidate's change is re-applied onto a newer best at most.
 constexpr int kMaxReapplies = 3;
+/// How often one experiment runs again after a fault of the machine before the fault is its own.
+constexpr int kMaxFaultReruns = 2;
 
 std::string short_id(const std::string& commit) { return commit.substr(0, 7); }
 
@@ -78,9 +83,7 @@ std::string join(const std::vector<std::string>& items, size_t max_items) {
   return out;
 }
 
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
+std::chrono::steady_clock::duration seconds(double s) { return steady_seconds(s); }
 
 }  // namespace
 
@@ -291,7 +294,8 @@ void Engine::reconcile() {
 }
 
 void Engine::open_slots() {
-  // One slot a GPU trains in, and one for each candidate built ahead.
+  // What an older daemon's children left in the scratch directories goes (they are tmpfs mounts now).
+  if (std::string e = remove_tree_nofollow(state_.root / "scratch"); !e.empty()) log_("warning: scratch: " + e);
   // One slot a GPU trains in, one for each candidate built ahead, and one per
   // GPU for the repeat runs (a noise round needs slots while candidates hold theirs).
   size_t n = workers_.size() * (2 + static_cast<size_t>(config_.lookahead));
@@ -299,7 +303,7 @@ void Engine::open_slots() {
     std::string name = i == 0 ? config_.tag : config_.tag + "+" + std::to_string(i);
     auto path = state_.root / "worktrees" / name;
     // Checking out the best also drops whatever an interrupted experiment left.
-    slots_.push_back({path, repo_->open_detached_worktree(name, path, best_commit_), 0});
+    slots_.push_back({path, repo_->open_detached_worktree(name, path, best_commit_, SlotKeep{{config_.build_dir}}), 0});
   }
 }
 
@@ -336,8 +340,9 @@ void Engine::begin() {
   for (const auto& r : store_.experiments(config_.tag))
     if (r.is_baseline && r.state != status::kInterrupted) need_baseline = false;
   if (need_baseline) {
-    std::string hash;
-    read_program(hash);
+    // The baseline asks no proposer: the program it records is the file as it is, or "".
+    const std::string hash =
+        record_program(read_program_file(config_.repo / config_.program, config_.max_program_bytes).content);
     int64_t id = store_.create_experiment(config_.tag, true, best_commit_, hash, "baseline", std::nullopt);
     store_.set_proposal(id, "baseline");
     store_.set_commit(id, best_commit_, "");
@@ -383,9 +388,21 @@ void Engine::stop(const std::string& reason) {
   retry_timer_.cancel();
   fault_timer_.cancel();
   store_check_timer_.cancel();
+  std::vector<std::string> waits;
   for (auto& [id, c] : candidates_)
-    if (c.child) c.child->stop();
+    if (c.child) {
+      c.child->stop();
+      waits.push_back("#" + std::to_string(c.id > 0 ? c.id : c.row) + "'s " +
+                      (c.phase == Phase::kBuilding ? std::string("build") : "stage " + config_.stages[c.stage].name));
+    }
   if (slurm_) slurm_->stop_all();
+  if (slurm_ && slurm_->active()) waits.push_back("the Slurm jobs' cancellation");
+  if (data_running_) waits.push_back("the data step");
+  if (proposals_running_ > 0)
+    waits.push_back(std::to_string(proposals_running_) + " proposal call(s) (at most " + fmt_number(kProposalGraceS) +
+                    " s)");
+  // `stop` prints this line: what the daemon waits for before it exits.
+  log_("stopping: waiting for " + (waits.empty() ? std::string("nothing") : join(waits, 10)));
   stop_deadline_.expires_after(seconds(kProposalGraceS));
   stop_deadline_.async_wait([this](const boost::system::error_code& e) {
     if (!e) {
@@ -494,6 +511,16 @@ void Engine::environment_fault(const EnvironmentFault& fault) {
 
 void Engine::rerun(Candidate& c, const EnvironmentFault& fault) {
   const std::string where = c.phase == Phase::kBuilding ? "build" : "run";
+  // A fault that follows the same experiment every time is the experiment's own (a stage that
+  // fills the disk): after kMaxFaultReruns runs again it fails, and the slot's reset frees the space.
+  if (++c.fault_reruns > kMaxFaultReruns) {
+    c.child.reset();
+    environment_fault(fault);
+    return fail(c, status::kCrash,
+                where + " met a fault of the machine each of the " + std::to_string(c.fault_reruns) +
+                    " times it ran, so it is the experiment's (did it fill the disk?): " + fault.what(),
+                "");
+  }
   c.child.reset();
   c.phase = Phase::kCommitted;
   c.stage = 0;
@@ -574,12 +601,13 @@ void Engine::request_proposals() {
   if (!paused_.empty() && proposals_running_ == 0) pause_proposals("", 0);
   const size_t target = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
   const int limit = proposer_.concurrent() ? static_cast<int>(workers_.size()) : 1;
-  while (candidates_.size() < target && proposals_running_ < limit) request_proposal();
+  // The content checked above is the one every proposal of this round records and sends:
+  // the file is read once, never again after the check.
+  while (candidates_.size() < target && proposals_running_ < limit) request_proposal(program.content);
 }
 
-void Engine::request_proposal() {
-  std::string hash;
-  std::string program = read_program(hash);
+void Engine::request_proposal(const std::string& program) {
+  const std::string hash = record_program(program);
   std::optional<Fix> fix;
   if (!fixes_.empty()) {
     fix = std::move(fixes_.front());
@@ -604,7 +632,7 @@ void Engine::request_proposal() {
 
   ProposalContext ctx;
   ctx.experiment_id = id;
-  ctx.program_md = std::move(program);
+  ctx.program_md = program;
   ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
   ctx.history = history();
   ctx.best_val_bpb = best_val_;
@@ -774,12 +802,11 @@ void Engine::start_build(Candidate& c, int slot) {
     ++c.reapplies;
   }
   c.slot = slot;
+  c.build_listing.reset();
   slots_[slot].holder = c.id;
-  try {
-    slots_[slot].repo->checkout_detached(c.commit);
-  } catch (const GitError& e) {
-    if (auto fault = probe_write(slots_[slot].path)) return rerun(c, *fault);
-    return fatal(std::string("cannot check out a candidate: ") + e.what());
+  if (std::string e = reset_slot(slot, c.commit, slots_[slot].discard_build); !e.empty()) {
+    if (auto fault = slot_fault(slot)) return rerun(c, *fault);
+    return fatal("cannot check out a candidate: " + e);
   }
   if (slurm_ && config_.slurm.build == "job") return built_in_job(c);
   double now = now_seconds();
@@ -788,7 +815,7 @@ void Engine::start_build(Candidate& c, int slot) {
   ++builds_running_;
   ChildSpec spec;
   spec.command = config_.build_command;
-  spec.wrapper = sandbox_wrapper(slot);
+  spec.wrapper = sandbox_wrapper(slot, true);
   spec.cwd = slots_[slot].path;
   spec.env = env_;
   spec.log = log_path(c, "build");
@@ -812,6 +839,7 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
   if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
   if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
+  c->build_listing = stat_listing(slots_[c->slot].path / config_.build_dir);
   c->phase = Phase::kBuilt;
   store_.set_state(id, "built");
   schedule_pump();
@@ -863,7 +891,7 @@ void Engine::start_stage(Candidate& c) {
   ChildSpec spec;
   spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(),
                             rounds_->scale(workers_[c.worker].gpu));
-  spec.wrapper = sandbox_wrapper(c.slot);
+  spec.wrapper = sandbox_wrapper(c.slot, false);
   spec.cwd = slots_[c.slot].path;
   spec.env = child_env(workers_[c.worker].gpu);
   spec.log = log_path(c, s.name);
@@ -908,7 +936,12 @@ void Engine::finish_training(Candidate& c, const std::filesystem::path& last_log
   std::string tail = file_tail(last_log);
   if (std::string t = tamper_check(c); !t.empty())
     return fail(c, status::kTampered, "after stage " + last + ": " + t, tail);
-  auto summary = parse_summary(file_tail(last_log, 400, 65536), config_.summary_keys);
+  // The whole log (capped when it was written): a second block anywhere in it is a forgery.
+  SummaryParse parsed = parse_summary(file_tail(last_log, std::numeric_limits<size_t>::max(), size_t{1} << 30),
+                                      config_.summary_keys);
+  if (!parsed.tampered.empty())
+    return fail(c, status::kTampered, "stage " + last + ": the summary cannot be believed: " + parsed.tampered, tail);
+  const std::optional<Summary>& summary = parsed.summary;
   if (!summary) return fail(c, status::kCrash, "stage " + last + " printed no summary block", tail);
   auto it = summary->values.find(config_.metric);
   if (it == summary->values.end())
@@ -1200,8 +1233,16 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   else if (final_status != status::kInterrupted && final_status != status::kConflict)
     breaker_.record_failure(final_status, error);
   if (final_status != status::kDiscarded && final_status != status::kInterrupted)
-    last_failure_ = Failure{final_status, failure_detail.empty() ? error + "\n" + log_tail : failure_detail};
+    // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.
+    last_failure_ =
+        Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
   log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
+  // What a tampered experiment's children could reach is not trusted: its build output goes too,
+  // and a ref it moved (possible unconfined) is put back, or every later experiment would be tampered.
+  if (final_status == status::kTampered) {
+    if (c.slot >= 0) slots_[c.slot].discard_build = true;
+    restore_refs(c);
+  }
   release(c);
   erase(id);
   if (baseline && final_status != status::kInterrupted) return fatal("the baseline failed (" + final_status + "): " + error);
@@ -1211,33 +1252,42 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
 void Engine::release(Candidate& c) {
   if (c.worker >= 0) workers_[c.worker].candidate = 0;
   c.worker = -1;
-  if (c.slot >= 0) {
-    slots_[c.slot].holder = 0;
-    try {
-      slots_[c.slot].repo->checkout_detached(best_commit_);  // nothing a child left outlives it
-    } catch (const GitError& e) {
-      log_(std::string("warning: cannot reset a worktree to the best: ") + e.what());
+  const int slot = std::exchange(c.slot, -1);
+  if (slot >= 0) {
+    slots_[slot].holder = 0;
+    // Nothing a child left outlives it. A slot that cannot be made clean on a full disk is reset
+    // again before its next use; otherwise the daemon stops rather than run in it.
+    if (std::string e = reset_slot(slot, best_commit_, slots_[slot].discard_build); !e.empty()) {
+      if (slot_fault(slot)) log_("warning: cannot reset a worktree to the best yet: " + e);
+      else fatal("cannot reset a worktree to the best: " + e);
     }
   }
-  c.slot = -1;
 }
 
 // ---------------------------------------------------------------- helpers
 
-std::vector<std::string> Engine::sandbox_wrapper(int slot) const {
+std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build) const {
   if (config_.sandbox.mode != "bwrap") return {};
   SandboxSpec box;
   box.worktree = slots_[slot].path;
   box.scratch = state_.root / "scratch" / std::to_string(slot);
   std::filesystem::create_directories(box.scratch);
+  // Both are tmpfs mounts of the sandbox: capped, empty at every start, gone when the child ends.
+  box.tmp_bytes = static_cast<uint64_t>(config_.sandbox.tmp_mb) << 20;
+  box.scratch_bytes = static_cast<uint64_t>(config_.sandbox.scratch_mb) << 20;
   box.read_only = {config_.repo / ".git"};
+  if (!build) {
+    // The build is the only writer of its output: a stage runs what was built, and cannot leave
+    // a binary for the next experiment. The tamper check before the stage saw a real directory.
+    const std::filesystem::path out = slots_[slot].path / config_.build_dir;
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out);
+    box.read_only.push_back(out);
+  }
   if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
   box.devices = nvidia_devices();
   box.network = config_.sandbox.network;
-  box.argv = {"/bin/sh"};
-  std::vector<std::string> argv = sandbox_argv(box);
-  argv.pop_back();  // the child process appends the shell and its gate
-  return argv;
+  return ard::sandbox_wrapper(box);
 }
 
 void Engine::record_group(int64_t id, pid_t pgid) {
@@ -1254,7 +1304,9 @@ void Engine::record_group(int64_t id, pid_t pgid) {
 std::string Engine::tamper_check(const Candidate& c) {
   std::vector<std::string> bad;
   const Slot& slot = slots_[c.slot];
-  for (const auto& p : slot.repo->changed_since(c.commit)) bad.push_back(p);
+  for (const auto& p : slot.repo->differences(c.commit, SlotKeep{{config_.build_dir}})) bad.push_back(p);
+  if (c.build_listing && stat_listing(slot.path / config_.build_dir) != *c.build_listing)
+    bad.push_back(config_.build_dir + " (changed after the build)");
   if (slot.repo->head() != c.commit) bad.push_back("HEAD (moved to " + short_id(slot.repo->head()) + ")");
   if (repo_->ref_target(branch_ref_) != best_commit_) bad.push_back("autoresearch/" + config_.tag + " (moved)");
   const int64_t row = c.id > 0 ? c.id : c.row;
@@ -1263,13 +1315,62 @@ std::string Engine::tamper_check(const Candidate& c) {
   return "the worktree differs from the experiment's commit: " + join(bad, 10);
 }
 
-std::string Engine::read_program(std::string& hash) {
-  // request_proposals checked it a moment ago; a file that went since reads as
-  // empty here, and the next request waits for it.
-  std::string content = read_program_file(config_.repo / config_.program, config_.max_program_bytes).content;
-  hash = blob_hash(content);
+void Engine::restore_refs(const Candidate& c) {
+  try {
+    if (repo_->ref_target(branch_ref_) != best_commit_) {
+      repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: put back after a tampered experiment");
+      log_("autoresearch/" + config_.tag + " was moved by #" + std::to_string(c.id) + "; put back at " +
+           short_id(best_commit_));
+    }
+    const int64_t row = c.id > 0 ? c.id : c.row;
+    if (!c.commit.empty() && repo_->ref_target(exp_ref(row)) != c.commit)
+      repo_->set_ref(exp_ref(row), c.commit, "autoresearchd: put back after a tampered experiment");
+  } catch (const GitError& e) {
+    log_(std::string("warning: cannot put a moved ref back: ") + e.what());
+  }
+}
+
+std::optional<EnvironmentFault> Engine::slot_fault(int index) {
+  if (auto fault = probe_write(slots_[index].path)) return fault;
+  return probe_write(std::filesystem::path(config_.repo) / ".git");
+}
+
+std::string Engine::reset_slot(int index, const std::string& commit, bool discard_build) {
+  Slot& slot = slots_[index];
+  const SlotKeep keep = discard_build ? SlotKeep{} : SlotKeep{{config_.build_dir}};
+  if (slot.repo) {  // none: its re-creation failed before (a full disk); it is tried again
+    try {
+      slot.repo->checkout_detached(commit, keep);
+      slot.discard_build = false;
+      return "";
+    } catch (const GitError& e) {
+      // Files equal to the commit: git's own metadata (HEAD, the index) could not be written, a
+      // fault of the machine (a full disk under .git) that deleting the slot would not mend.
+      std::vector<std::string> left;
+      try {
+        left = slot.repo->differences(commit, keep);
+      } catch (const std::exception&) {
+        left = {"."};
+      }
+      if (left.empty()) return e.what();
+      log_(std::string("slot ") + slot.path.filename().string() + " cannot be made clean (" + e.what() +
+           "): deleted and created again");
+    }
+  }
+  try {
+    slot.repo.reset();
+    slot.repo = repo_->recreate_worktree(slot.path.filename().string(), slot.path, commit);
+    slot.discard_build = false;
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string Engine::record_program(const std::string& content) {
+  std::string hash = blob_hash(content);
   store_.put_program(hash, content);
-  return content;
+  return hash;
 }
 
 std::vector<HistoryEntry> Engine::history() {

@@ -122,6 +122,10 @@ class Engine {
     int fix_round = 0;   ///< which fix of a build failure it is (0: none)
     int reapplies = 0;   ///< how often its change was re-applied onto a newer best
     int slot = -1;       ///< the worktree slot it is built and trained in
+    int fault_reruns = 0;  ///< runs again after a fault of the machine (kMaxFaultReruns at most)
+    /// The build directory as the build left it (stat_listing); a stage that
+    /// changed it is tampered. Unset before the local build.
+    std::optional<std::string> build_listing;
     int worker = -1;     ///< the worker training it
     size_t stage = 0;    ///< the stage running now
     int64_t trial = 0;
@@ -145,6 +149,7 @@ class Engine {
     std::filesystem::path path;
     std::unique_ptr<GitRepo> repo;
     int64_t holder = 0;
+    bool discard_build = false;  ///< a tampered experiment ran here: its build directory goes at the next reset
   };
   struct Fix {  ///< a build failure the next proposal is asked to fix
     int64_t of = 0;
@@ -193,8 +198,10 @@ class Engine {
   /// Every handler ends here: one pump (or, while stopping, the check whether
   /// the stop is complete) runs after the handler returned.
   void schedule_pump();
+  /// Reads program.md once; while it is readable, asks for proposals up to the target.
   void request_proposals();
-  void request_proposal();
+  /// One proposal with program, the content request_proposals read (recorded and sent as is).
+  void request_proposal(const std::string& program);
   void on_proposal(const std::shared_ptr<ProposalDone>& done);
   void start_builds();
   void start_build(Candidate& c, int slot);
@@ -237,13 +244,23 @@ class Engine {
 
   // Helpers.
   /// The bubblewrap command line that confines a child of this slot (the slot
-  /// and its scratch writable, the data read-only), ending in `--`; empty with
+  /// and its scratch writable, the data read-only, the build directory
+  /// writable for the build alone), ending in `--`; empty with
   /// `sandbox.mode = "off"`.
-  std::vector<std::string> sandbox_wrapper(int slot) const;
+  std::vector<std::string> sandbox_wrapper(int slot, bool build) const;
   /// Records a child's group (and its leader's start time) before it runs.
   void record_group(int64_t id, pid_t pgid);
   std::string tamper_check(const Candidate& c);
-  std::string read_program(std::string& hash);
+  /// Makes slot equal to commit (GitRepo::checkout_detached, the build
+  /// directory kept unless discard_build); where that fails, deletes the slot
+  /// and creates it again. Returns "" or why even that failed.
+  std::string reset_slot(int slot, const std::string& commit, bool discard_build = false);
+  /// Points the branch back at the best and c's ref back at its commit, where a child moved them.
+  void restore_refs(const Candidate& c);
+  /// A fault of the machine where a slot's reset writes: the slot's disk or the repo's .git.
+  std::optional<EnvironmentFault> slot_fault(int slot);
+  /// Stores a program.md version; returns its hash.
+  std::string record_program(const std::string& content);
   std::vector<HistoryEntry> history();
   std::vector<std::string> child_env(const std::string& gpu) const;
   std::filesystem::path log_path(const Candidate& c, const std::string& name) const;

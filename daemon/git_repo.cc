@@ -164,21 +164,36 @@ void GitRepo::exclude(const std::string& pattern) {
 }
 
 std::unique_ptr<GitRepo> GitRepo::open_detached_worktree(const std::string& name, const std::filesystem::path& path,
-                                                        const std::string& commit) {
+                                                        const std::string& commit, const SlotKeep& keep) {
   git_worktree* wt_raw = nullptr;
   if (git_worktree_lookup(&wt_raw, repo_, name.c_str()) == 0) {
     Worktree wt(wt_raw);
-    if (git_worktree_validate(wt.get()) == 0 && std::filesystem::exists(path / ".git")) {
-      auto repo = std::make_unique<GitRepo>(path);
-      repo->checkout_detached(commit);
-      return repo;
+    std::error_code ec;
+    if (git_worktree_validate(wt.get()) == 0 && std::filesystem::symlink_status(path / ".git", ec).type() ==
+                                                    std::filesystem::file_type::regular) {
+      try {
+        auto repo = std::make_unique<GitRepo>(path);
+        repo->checkout_detached(commit, keep);
+        return repo;
+      } catch (const GitError&) {
+        // Past repair in place: created again below.
+      }
     }
+  }
+  return recreate_worktree(name, path, commit);
+}
+
+std::unique_ptr<GitRepo> GitRepo::recreate_worktree(const std::string& name, const std::filesystem::path& path,
+                                                   const std::string& commit) {
+  git_worktree* wt_raw = nullptr;
+  if (git_worktree_lookup(&wt_raw, repo_, name.c_str()) == 0) {
+    Worktree wt(wt_raw);
     git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
     popts.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED;
-    check(git_worktree_prune(wt.get(), &popts), "prune stale worktree " + name);
+    check(git_worktree_prune(wt.get(), &popts), "prune worktree " + name);
   }
   std::filesystem::create_directories(path.parent_path());
-  if (std::filesystem::exists(path)) std::filesystem::remove_all(path);
+  if (std::string e = remove_tree_nofollow(path); !e.empty()) throw GitError("cannot delete worktree " + e);
   // libgit2 adds a worktree on a branch only; a scratch branch holds the
   // commit for the moment of the add, and goes once HEAD is detached.
   const std::string scratch = "autoresearchd-slot-" + name;
@@ -196,23 +211,56 @@ std::unique_ptr<GitRepo> GitRepo::open_detached_worktree(const std::string& name
   return repo;
 }
 
-void GitRepo::checkout_detached(const std::string& commit) {
+void GitRepo::checkout_detached(const std::string& commit, const SlotKeep& keep) {
   git_oid oid = parse_oid(commit);
-  git_object* obj = nullptr;
-  check(git_object_lookup(&obj, repo_, &oid, GIT_OBJECT_COMMIT), "commit " + commit);
-  Object target(obj);
-  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
-  co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED;
-  check(git_checkout_tree(repo_, target.get(), &co), "check out " + commit);
+  const std::filesystem::path root = workdir();
+  if (std::string e = make_slot_equal(root, tree_entries(commit), keep, [this](const std::string& id) { return blob(id); });
+      !e.empty())
+    throw GitError("worktree " + root.string() + ": " + e);
   check(git_repository_set_head_detached(repo_, &oid), "detach HEAD at " + commit);
-  // The index now describes the commit's tree: write it, so that a later
-  // status compares the files against the commit and nothing else.
+  // An index of the commit's tree with no stat data: git status, if anyone
+  // runs it in the slot, compares the files by content.
   git_index* idx_raw = nullptr;
   check(git_repository_index(&idx_raw, repo_), "index");
   Index index(idx_raw);
   Tree tree = commit_tree(repo_, commit);
+  check(git_index_clear(index.get()), "clear index");
   check(git_index_read_tree(index.get(), tree.get()), "read tree of " + commit);
   check(git_index_write(index.get()), "write index");
+}
+
+std::vector<SlotEntry> GitRepo::tree_entries(const std::string& commit) const {
+  Tree tree = commit_tree(repo_, commit);
+  std::vector<SlotEntry> out;
+  auto cb = [](const char* root, const git_tree_entry* entry, void* payload) -> int {
+    auto* entries = static_cast<std::vector<SlotEntry>*>(payload);
+    SlotEntry e;
+    switch (git_tree_entry_filemode(entry)) {
+      case GIT_FILEMODE_TREE: return 0;
+      case GIT_FILEMODE_BLOB_EXECUTABLE: e.kind = SlotEntry::Kind::kExecutable; break;
+      case GIT_FILEMODE_LINK: e.kind = SlotEntry::Kind::kSymlink; break;
+      case GIT_FILEMODE_COMMIT: e.kind = SlotEntry::Kind::kSubmodule; break;
+      default: e.kind = SlotEntry::Kind::kFile; break;
+    }
+    e.path = std::string(root) + git_tree_entry_name(entry);
+    e.id = oid_str(git_tree_entry_id(entry));
+    entries->push_back(std::move(e));
+    return 0;
+  };
+  check(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, cb, &out), "walk tree of " + commit);
+  return out;
+}
+
+std::string GitRepo::blob(const std::string& id) const {
+  git_oid oid = parse_oid(id);
+  git_blob* b = nullptr;
+  check(git_blob_lookup(&b, repo_, &oid), "blob " + id);
+  Blob blob(b);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(b)), static_cast<size_t>(git_blob_rawsize(b)));
+}
+
+std::vector<std::string> GitRepo::differences(const std::string& commit, const SlotKeep& keep) const {
+  return slot_differences(workdir(), tree_entries(commit), keep);
 }
 
 std::string GitRepo::commit_writes(const std::string& parent_id, const std::vector<FileWrite>& writes,
@@ -368,22 +416,6 @@ std::string GitRepo::diff(const std::string& parent, const std::string& commit) 
   check(git_diff_to_buf(&buf, diff.get(), GIT_DIFF_FORMAT_PATCH), "format diff");
   std::string out(buf.ptr, buf.size);
   git_buf_dispose(&buf);
-  return out;
-}
-
-std::vector<std::string> GitRepo::changed_since(const std::string& base) const {
-  Tree tree = commit_tree(repo_, base);
-  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
-  opts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS;
-  git_diff* d = nullptr;
-  check(git_diff_tree_to_workdir_with_index(&d, repo_, tree.get(), &opts), "diff against " + base);
-  Diff diff(d);
-  std::vector<std::string> out;
-  for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
-    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
-    out.emplace_back(delta->new_file.path ? delta->new_file.path : delta->old_file.path);
-    if (delta->old_file.path && out.back() != delta->old_file.path) out.emplace_back(delta->old_file.path);
-  }
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/slot_files.h"
 #include "proposers/editable.h"
 #include "proposers/proposer.h"
 
@@ -57,15 +58,36 @@ class GitRepo {
   void exclude(const std::string& pattern);
 
   /// Opens (creating when needed) the worktree `name` at path with a detached
-  /// HEAD at commit, its files, index and untracked files exactly the commit's
-  /// (ignored files, such as a build directory, stay). The engine's slots: no
+  /// HEAD at commit and its files exactly the commit's (checkout_detached); the
+  /// kept directories (a build directory) stay. A worktree that cannot be made
+  /// so is deleted and created again (recreate_worktree). The engine's slots: no
   /// branch is checked out in them, so a branch moves by a ref update alone.
   std::unique_ptr<GitRepo> open_detached_worktree(const std::string& name, const std::filesystem::path& path,
-                                                  const std::string& commit);
+                                                  const std::string& commit, const SlotKeep& keep = {});
 
-  /// Detaches HEAD at commit and makes the files, the index and the untracked
-  /// (not ignored) files match it exactly: whatever a child left is removed.
-  void checkout_detached(const std::string& commit);
+  /// Deletes the worktree `name` at path (its directory without following a
+  /// link, its metadata in the repository) and creates it afresh from the
+  /// object store, detached at commit.
+  std::unique_ptr<GitRepo> recreate_worktree(const std::string& name, const std::filesystem::path& path,
+                                             const std::string& commit);
+
+  /// Makes this worktree's files equal to commit's tree by content, through
+  /// make_slot_equal (no link followed, nothing written in place, the stat
+  /// cache never trusted): edits, symlinks, FIFOs and untracked files a child
+  /// left go, whatever the index says; the kept directories stay. Then detaches
+  /// HEAD at commit and writes an index of the commit's tree. A GitError names
+  /// the path that could not be fixed (the caller re-creates the worktree).
+  void checkout_detached(const std::string& commit, const SlotKeep& keep = {});
+
+  /// The commit's tree as the slot must hold it: every blob, symlink and
+  /// submodule with its mode and id.
+  std::vector<SlotEntry> tree_entries(const std::string& commit) const;
+  /// A blob's content by id.
+  std::string blob(const std::string& id) const;
+
+  /// Paths of this worktree that differ from commit by content or type
+  /// (slot_differences), untracked files included, the kept directories not.
+  std::vector<std::string> differences(const std::string& commit, const SlotKeep& keep) const;
 
   /// A commit whose parent is `parent` and whose tree is the parent's with
   /// writes applied (files added or replaced; a path that names a directory,
@@ -94,10 +116,6 @@ class GitRepo {
 
   /// The patch from parent to commit.
   std::string diff(const std::string& parent, const std::string& commit) const;
-
-  /// Paths whose index or working-tree content differs from base, untracked
-  /// files included, ignored files not.
-  std::vector<std::string> changed_since(const std::string& base) const;
 
  private:
   git_repository* repo_ = nullptr;

@@ -70,22 +70,24 @@ TEST_F(GitRepoTest, DetachedSlotsCheckOutExactlyTheCommit) {
   std::string base = repo.head();
   std::string c1 = repo.commit_writes(base, {{"trainer/model/new.cuh", "new\n"}}, "add", "");
   auto path = root / ".autoresearchd/worktrees/t";
-  auto wt = repo.open_detached_worktree("t", path, c1);
+  const SlotKeep keep{{"build"}};
+  auto wt = repo.open_detached_worktree("t", path, c1, keep);
   EXPECT_EQ(wt->head(), c1);
   EXPECT_EQ(read_file(path / "trainer/model/new.cuh"), "new\n");
   EXPECT_EQ(git("branch --list 'autoresearchd-slot-*'").out, "");  // the scratch branch is gone
-  // Whatever a child left goes: edits, untracked files; ignored ones stay.
+  // Whatever a child left goes: edits, untracked files; the kept build directory stays.
   write_file(path / "trainer/harness/eval.h", "tampered\n");
   write_file(path / "core", "a core dump\n");
-  write_file(path / "build/out.o", "ignored\n");
-  EXPECT_FALSE(wt->changed_since(c1).empty());
-  wt->checkout_detached(base);
+  write_file(path / "build/out.o", "kept\n");
+  EXPECT_EQ(wt->differences(c1, keep), (std::vector<std::string>{"core", "trainer/harness/eval.h"}));
+  wt->checkout_detached(base, keep);
   EXPECT_EQ(wt->head(), base);
   EXPECT_FALSE(std::filesystem::exists(path / "trainer/model/new.cuh"));
   EXPECT_FALSE(std::filesystem::exists(path / "core"));
   EXPECT_EQ(read_file(path / "trainer/harness/eval.h"), "fixed\n");
-  EXPECT_EQ(read_file(path / "build/out.o"), "ignored\n");
-  EXPECT_TRUE(wt->changed_since(base).empty());
+  EXPECT_EQ(read_file(path / "build/out.o"), "kept\n");
+  EXPECT_TRUE(wt->differences(base, keep).empty());
+  EXPECT_EQ(shell("cd " + sh_quote(path.string()) + " && git status --porcelain").out, "");
   // Reopened as it is; recreated when its directory was deleted.
   EXPECT_EQ(repo.open_detached_worktree("t", path, c1)->head(), c1);
   std::filesystem::remove_all(path);
@@ -93,17 +95,69 @@ TEST_F(GitRepoTest, DetachedSlotsCheckOutExactlyTheCommit) {
   EXPECT_EQ(git("rev-parse HEAD").out, base + "\n");
 }
 
-TEST_F(GitRepoTest, ChangedSinceSeesEditsUntrackedFilesButNotIgnoredOnes) {
+TEST_F(GitRepoTest, DifferencesSeeEditsAndEveryUntrackedFileButTheKeptDirectory) {
   GitRepo repo(root);
   std::string base = repo.head();
   auto wt = repo.open_detached_worktree("t", root / ".autoresearchd/worktrees/t", base);
-  EXPECT_TRUE(wt->changed_since(base).empty());
+  const SlotKeep keep{{"build"}};
+  EXPECT_TRUE(wt->differences(base, keep).empty());
   write_file(wt->workdir() / "trainer/train.cu", "lr 2\n");
   write_file(wt->workdir() / "trainer/harness/extra.h", "new\n");
-  write_file(wt->workdir() / "build/out.o", "ignored\n");
-  auto changed = wt->changed_since(base);
-  std::sort(changed.begin(), changed.end());
-  EXPECT_EQ(changed, (std::vector<std::string>{"trainer/harness/extra.h", "trainer/train.cu"}));
+  write_file(wt->workdir() / "build/out.o", "kept\n");
+  write_file(wt->workdir() / "ignored.log", "ignored by no rule, still not the commit's\n");
+  EXPECT_EQ(wt->differences(base, keep),
+            (std::vector<std::string>{"ignored.log", "trainer/harness/extra.h", "trainer/train.cu"}));
+}
+
+TEST_F(GitRepoTest, AResetWritesNoFileThroughASymlinkAChildPlantedAtATrackedPath) {
+  GitRepo repo(root);
+  const std::string base = repo.head();
+  const std::string c1 = repo.commit_writes(base, {{"trainer/model/payload.cuh", "llm-written\n"}}, "add", "");
+  const std::string c2 = repo.commit_writes(c1, {{"trainer/model/payload.cuh", "llm-written, again\n"}}, "edit", "");
+  auto path = root / ".autoresearchd/worktrees/t";
+  auto wt = repo.open_detached_worktree("t", path, c2);
+  const auto outside = dir.path() / "authorized_keys";
+  write_file(outside, "ssh-ed25519 AAAA the user's key\n");
+  std::filesystem::remove(path / "trainer/model/payload.cuh");
+  std::filesystem::create_symlink(outside, path / "trainer/model/payload.cuh");
+  EXPECT_EQ(wt->differences(c2, {}), std::vector<std::string>{"trainer/model/payload.cuh"});
+  wt->checkout_detached(c1);
+  EXPECT_EQ(read_file(outside), "ssh-ed25519 AAAA the user's key\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(path / "trainer/model/payload.cuh"));
+  EXPECT_EQ(read_file(path / "trainer/model/payload.cuh"), "llm-written\n");
+  EXPECT_TRUE(wt->differences(c1, {}).empty());
+}
+
+TEST_F(GitRepoTest, ASameSizeRewriteWithItsOldMtimeIsSeenAndRestored) {
+  GitRepo repo(root);
+  const std::string base = repo.head();
+  auto path = root / ".autoresearchd/worktrees/t";
+  auto wt = repo.open_detached_worktree("t", path, base);
+  const auto eval = path / "trainer/harness/eval.h";
+  const auto mtime = std::filesystem::last_write_time(eval);
+  ASSERT_EQ(shell("printf 'FIXED\\n' | dd of=" + sh_quote(eval.string()) + " conv=notrunc status=none").code, 0);
+  std::filesystem::last_write_time(eval, mtime);
+  ASSERT_EQ(read_file(eval), "FIXED\n");
+  EXPECT_EQ(wt->differences(base, {}), std::vector<std::string>{"trainer/harness/eval.h"});
+  wt->checkout_detached(base);
+  EXPECT_EQ(read_file(eval), "fixed\n");
+  EXPECT_TRUE(wt->differences(base, {}).empty());
+}
+
+TEST_F(GitRepoTest, AWorktreePastRepairIsDeletedAndCreatedAgain) {
+  GitRepo repo(root);
+  const std::string base = repo.head();
+  auto path = root / ".autoresearchd/worktrees/t";
+  repo.open_detached_worktree("t", path, base);
+  // Its .git file replaced by a directory: not a worktree any more.
+  std::filesystem::remove(path / ".git");
+  std::filesystem::create_directory(path / ".git");
+  write_file(path / "junk", "x\n");
+  auto wt = repo.open_detached_worktree("t", path, base);
+  EXPECT_EQ(wt->head(), base);
+  EXPECT_FALSE(std::filesystem::exists(path / "junk"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(path / ".git"));
+  EXPECT_TRUE(wt->differences(base, {}).empty());
 }
 
 TEST_F(GitRepoTest, CherryPicksOntoANewerCommitOrReportsTheConflict) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/duration.h"
 #include "daemon/process_runner.h"
 #include "daemon/store.h"
 
@@ -57,7 +58,7 @@ std::vector<Member> live_members(pid_t pgid) {
 /// Waits until each process has exited (became a zombie or was reaped),
 /// on pidfds: the kernel reports the exit, nothing is polled by time.
 void wait_exited(const std::vector<Member>& members, double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + steady_seconds(timeout_s);
   for (const Member& m : members) {
     int fd = static_cast<int>(syscall(SYS_pidfd_open, m.pid, 0));
     if (fd < 0) continue;  // already reaped

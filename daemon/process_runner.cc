@@ -74,7 +74,7 @@ bool StopFlag::requested() const {
 
 ProcessResult PosixProcessRunner::run(const ProcessSpec& spec, const OnStart& on_start) {
   boost::asio::io_context io;
-  ChildSpec child{spec.command, {}, spec.cwd, spec.env, spec.log, spec.timeout_s, kill_grace_s_};
+  ChildSpec child{spec.command, spec.wrapper, spec.cwd, spec.env, spec.log, spec.timeout_s, kill_grace_s_};
   ProcessResult result;
   std::exception_ptr record_error;  // on_start's failure goes back to the caller as it was thrown
   auto record = [&](pid_t pgid) {

@@ -21,6 +21,7 @@ struct ProcessSpec {
   std::vector<std::string> env;  ///< NAME=value: the child's whole environment
   std::filesystem::path log;     ///< stdout and stderr, truncated first
   double timeout_s = 0;          ///< <= 0: no timeout
+  std::vector<std::string> wrapper;  ///< argv run in front of /bin/sh (the sandbox), empty: none
 };
 
 struct ProcessResult {

@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 struct Mount {
   std::string option;  ///< --ro-bind, --bind, --dev-bind, --proc, --dev, --tmpfs
   fs::path path;
+  uint64_t size = 0;   ///< a --tmpfs's size cap in bytes (--size), 0: none
   size_t depth() const { return static_cast<size_t>(std::distance(path.begin(), path.end())); }
 };
 
@@ -100,10 +101,14 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
   if (spec.argv.empty()) throw std::invalid_argument("sandbox: empty command");
   const fs::path worktree = absolute_path(spec.worktree, "the worktree");
 
-  std::vector<Mount> mounts = {{"--ro-bind", "/"}, {"--proc", "/proc"}, {"--dev", "/dev"}, {"--tmpfs", "/tmp"}};
+  std::vector<Mount> mounts = {
+      {"--ro-bind", "/"}, {"--proc", "/proc"}, {"--dev", "/dev"}, {"--tmpfs", "/tmp", spec.tmp_bytes}};
   for (const auto& d : spec.devices) mounts.push_back({"--dev-bind", absolute_path(d, "a device")});
 
-  std::vector<fs::path> writable = {worktree, absolute_path(spec.scratch, "the scratch dir")};
+  const fs::path scratch = absolute_path(spec.scratch, "the scratch dir");
+  std::vector<fs::path> writable = {worktree};
+  if (spec.scratch_bytes > 0) mounts.push_back({"--tmpfs", scratch, spec.scratch_bytes});
+  else writable.push_back(scratch);
   for (const auto& p : spec.extra_rw) writable.push_back(absolute_path(p, "a writable dir"));
   std::vector<fs::path> read_only = git_metadata(worktree);
   for (const auto& p : spec.read_only) read_only.push_back(absolute_path(p, "a read-only dir"));
@@ -132,6 +137,7 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
   if (!spec.network) argv.push_back("--unshare-net");
   argv.insert(argv.end(), {"--cap-drop", "ALL"});
   for (const auto& m : mounts) {
+    if (m.size > 0) argv.insert(argv.end(), {"--size", std::to_string(m.size)});
     argv.push_back(m.option);
     if (m.option == "--ro-bind" || m.option == "--bind" || m.option == "--dev-bind") argv.push_back(m.path.string());
     argv.push_back(m.path.string());
@@ -150,6 +156,13 @@ std::vector<fs::path> nvidia_devices(const fs::path& dev) {
     if (e.path().filename().string().starts_with("nvidia")) out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& bwrap) {
+  spec.argv = {"/bin/sh"};
+  std::vector<std::string> argv = sandbox_argv(spec, bwrap);
+  argv.pop_back();  // the runner appends the shell and its gate
+  return argv;
 }
 
 std::optional<std::string> sandbox_unavailable(const std::string& bwrap) {

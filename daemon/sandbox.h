@@ -4,15 +4,16 @@
 //
 // Inside: its own PID, IPC and UTS namespaces (and network unless allowed), a
 // fresh /proc that shows only the sandbox's processes, a minimal /dev with the
-// GPU's /dev/nvidia* devices, a tmpfs /tmp (with the paths under /tmp that the
-// command names bound back read-only, so a clone or a tool in /tmp still
-// runs), the whole filesystem read-only, and only the listed directories
-// writable. Every capability is dropped, so a child
+// GPU's /dev/nvidia* devices, a tmpfs /tmp (and scratch) with a size cap (with
+// the paths under /tmp that the command names bound back read-only, so a clone
+// or a tool in /tmp still runs), the whole filesystem read-only, and only the
+// listed directories writable. Every capability is dropped, so a child
 // run as root cannot remount anything writable. When the sandbox's first process
 // exits or is killed, the kernel kills every process left in its PID namespace,
 // setsid or not; --die-with-parent does the same when the runner dies.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -23,6 +24,13 @@ namespace ard {
 struct SandboxSpec {
   std::filesystem::path worktree;                 ///< writable; its `.git` file stays read-only
   std::filesystem::path scratch;                  ///< writable; the child's private scratch space
+  /// The sandbox's /tmp is a tmpfs of at most this many bytes (0: the kernel's
+  /// default, half of RAM); it is gone when the sandbox ends.
+  uint64_t tmp_bytes = 0;
+  /// >0: scratch is a tmpfs of at most this many bytes mounted over the
+  /// directory (empty at every start, gone with the sandbox, nothing on the
+  /// host's disk); 0: the directory itself, bound writable.
+  uint64_t scratch_bytes = 0;
   std::vector<std::filesystem::path> extra_rw;    ///< writable too (the data cache, for prepare only)
   std::vector<std::filesystem::path> read_only;   ///< kept read-only even under a writable dir (the repo's .git)
   std::vector<std::filesystem::path> devices;     ///< device nodes bound in (nvidia_devices())
@@ -41,6 +49,10 @@ struct SandboxSpec {
 /// Throws std::invalid_argument for a relative path, an empty argv, or a path
 /// that is both writable and read-only.
 std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string& bwrap = "bwrap");
+
+/// sandbox_argv for a child that the runner starts as `/bin/sh -c <command>`
+/// behind it: the argv up to and including `--` (spec.argv is ignored).
+std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& bwrap = "bwrap");
 
 /// The /dev/nvidia* entries under dev (the GPU's device nodes and nvidia-caps).
 std::vector<std::filesystem::path> nvidia_devices(const std::filesystem::path& dev = "/dev");

@@ -372,5 +372,30 @@ TEST(SandboxFiles, AToolUnderTmpThatTheCommandNamesRunsReadOnly) {
   EXPECT_LT(index_of(in_tree, {"--ro-bind", (r.worktree / "trainer/train.cu").string()}), 0);
 }
 
+TEST(SandboxFiles, TmpAndScratchAreCappedAndLeaveNothingBehind) {
+  REQUIRE_BWRAP();
+  RepoWithWorktree r;
+  const std::string write_3mb = "head -c 3145728 /dev/zero > ";
+  const std::string script = write_3mb + "/tmp/big 2>/dev/null || echo tmp-full\nrm -f /tmp/big\n" + write_3mb +
+                             sh_quote((r.scratch / "big").string()) + " 2>/dev/null || echo scratch-full\n"
+                             "head -c 100000 /dev/zero > /tmp/small && echo tmp-small-ok\n"
+                             "touch " + sh_quote((r.scratch / "left").string()) + " && echo scratch-ok\n";
+  // The control: uncapped, both writes fit, and the scratch file lands on the host.
+  auto open = run(sandbox_argv(r.spec({"sh", "-c", script})));
+  EXPECT_EQ(open.out, "tmp-small-ok\nscratch-ok\n");
+  EXPECT_TRUE(fs::exists(r.scratch / "left"));
+  fs::remove(r.scratch / "big");
+  fs::remove(r.scratch / "left");
+  SandboxSpec capped = r.spec({"sh", "-c", script});
+  capped.tmp_bytes = 1 << 20;
+  capped.scratch_bytes = 1 << 20;
+  const auto argv = sandbox_argv(capped);
+  EXPECT_GE(index_of(argv, {"--size", "1048576", "--tmpfs", "/tmp"}), 0);
+  EXPECT_GE(index_of(argv, {"--size", "1048576", "--tmpfs", r.scratch.string()}), 0);
+  auto boxed = run(argv);
+  EXPECT_EQ(boxed.out, "tmp-full\nscratch-full\ntmp-small-ok\nscratch-ok\n");
+  EXPECT_TRUE(fs::is_empty(r.scratch));  // the scratch tmpfs went with the sandbox
+}
+
 }  // namespace
 }  // namespace ard

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/duration.h"
 #include "daemon/store.h"
 
 namespace ard {
@@ -127,8 +128,7 @@ void SlurmExecutor::cancel(Job& job) {
 void SlurmExecutor::schedule_poll() {
   if (poll_scheduled_ || polling_ || jobs_.empty()) return;
   poll_scheduled_ = true;
-  timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(config_.poll_s)));
+  timer_.expires_after(steady_seconds(config_.poll_s));
   timer_.async_wait([this](const boost::system::error_code& e) {
     poll_scheduled_ = false;
     if (!e) poll();

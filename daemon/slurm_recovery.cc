@@ -3,6 +3,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -18,7 +19,13 @@ namespace {
 /// The metric and the other figures from a finished job's log; an error line
 /// when it printed no usable summary.
 std::optional<RunMetrics> read_metrics(const Config& config, const std::filesystem::path& log, std::string& error) {
-  auto summary = parse_summary(file_tail(log, 400, 65536), config.summary_keys);
+  SummaryParse parsed = parse_summary(file_tail(log, std::numeric_limits<size_t>::max(), size_t{1} << 30),
+                                      config.summary_keys);
+  if (!parsed.tampered.empty()) {
+    error = "the Slurm job's summary cannot be believed: " + parsed.tampered;
+    return std::nullopt;
+  }
+  const std::optional<Summary>& summary = parsed.summary;
   if (!summary) {
     error = "the Slurm job printed no summary block";
     return std::nullopt;

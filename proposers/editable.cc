@@ -49,6 +49,7 @@ constexpr std::string_view kProtectedProbes[] = {
     "CMakeLists.txt",         "trainer/CMakeLists.txt",        "cmake/x.cmake",
     "trainer/x.cmake",        ".git/config",
     ".git/hooks/pre-commit",  ".autoresearchd/results.db",     ".autoresearchd/worktrees/main/trainer/train.cu",
+    ".gitignore",             ".gitattributes",                ".gitmodules",
 };
 
 bool within(std::string_view path, std::string_view dir) {
@@ -75,12 +76,36 @@ bool is_protected_path(const std::string& path) {
     if (within(path, dir)) return true;
   std::string_view name = path;
   if (size_t slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  // git's own files in the tree: what is ignored, filters and diff drivers that run commands, submodules.
+  if (name == ".gitignore" || name == ".gitattributes" || name == ".gitmodules") return true;
   return name == "CMakeLists.txt" || name.ends_with(".cmake");
+}
+
+std::string glob_never_matches(const std::string& glob) {
+  if (glob.empty()) return "it is empty";
+  if (glob.front() == '/') return "it starts with '/' (globs are relative to the repo root)";
+  if (glob.back() == '/') return "it ends with '/' (globs match files, not directories)";
+  if (glob.find('\\') != std::string::npos) return "it holds a '\\' (paths are '/'-separated)";
+  size_t start = 0;
+  while (true) {
+    const size_t slash = glob.find('/', start);
+    const std::string_view seg = std::string_view(glob).substr(start, slash == std::string::npos ? std::string::npos
+                                                                                                   : slash - start);
+    if (seg.empty()) return "it has an empty segment ('//')";
+    if (seg == "." || seg == "..") return "it has a '" + std::string(seg) + "' segment (paths are normalized)";
+    if (seg.find("**") != std::string_view::npos && seg != "**")
+      return "'**' must be a whole segment ('a/**/b'), not part of '" + std::string(seg) + "'";
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return "";
 }
 
 std::string check_editable_globs(const std::vector<std::string>& globs, const std::vector<std::string>& tracked) {
   for (size_t i = 0; i < globs.size(); ++i) {
     const std::string& g = globs[i];
+    if (std::string why = glob_never_matches(g); !why.empty())
+      return "editable[" + std::to_string(i) + "]: \"" + g + "\" can never match a file: " + why;
     auto refuse = [&](std::string_view path) {
       return "editable[" + std::to_string(i) + "]: \"" + g + "\" would let an edit change " + std::string(path);
     };

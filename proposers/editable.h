@@ -14,7 +14,8 @@ namespace ard {
 bool glob_match(const std::string& glob, const std::string& path);
 
 /// True for a path no edit may write: anything under trainer/harness/, .git or
-/// .autoresearchd/, and every build file (CMakeLists.txt, *.cmake) anywhere.
+/// .autoresearchd/, and every build file (CMakeLists.txt, *.cmake) and git's
+/// own files (.gitignore, .gitattributes, .gitmodules) anywhere.
 bool is_protected_path(const std::string& path);
 
 /// "" when no glob can reach a protected path; otherwise the first such glob,
@@ -25,6 +26,11 @@ bool is_protected_path(const std::string& path);
 /// directory lies in a protected directory, or a `**` below its literal directory
 /// spans one.
 std::string check_editable_globs(const std::vector<std::string>& globs, const std::vector<std::string>& tracked);
+
+/// Why glob can never match a file by its shape ("it ends with '/'", an empty,
+/// "." or ".." segment, a '**' inside a segment, a leading '/', a '\\'), or "".
+/// A glob that matches no file yet is fine: an edit may add one.
+std::string glob_never_matches(const std::string& glob);
 
 class EditablePaths {
  public:

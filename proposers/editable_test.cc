@@ -59,6 +59,10 @@ TEST(Editable, ProtectedPathsAreNeverWritableWhateverTheGlobs) {
   EXPECT_TRUE(is_protected_path("trainer/harness/eval.h"));
   EXPECT_TRUE(is_protected_path(".autoresearchd/results.db"));
   EXPECT_TRUE(is_protected_path("CMakeLists.txt"));
+  EXPECT_TRUE(is_protected_path(".gitignore"));
+  EXPECT_TRUE(is_protected_path("trainer/model/.gitattributes"));
+  EXPECT_TRUE(is_protected_path(".gitmodules"));
+  EXPECT_FALSE(is_protected_path("trainer/model/gitignore.cu"));
   EXPECT_FALSE(is_protected_path("trainer/harnessx/a.h"));
   EXPECT_FALSE(is_protected_path("trainer/train.cu"));
 }
@@ -87,6 +91,28 @@ TEST(EditableGlobs, RefusesGlobsThatReachTheHarnessNamingThem) {
             "editable[0]: \"trainer/**/*.cu\" would let an edit change trainer/harness/...");
   EXPECT_EQ(check_editable_globs({"trainer/harness"}, {}),
             "editable[0]: \"trainer/harness\" would let an edit change trainer/harness");
+}
+
+TEST(EditableGlobs, GitsOwnFilesAreRefusedForWhatTheyAre) {
+  EXPECT_EQ(check_editable_globs({".gitignore"}, {}), "editable[0]: \".gitignore\" would let an edit change .gitignore");
+  EXPECT_EQ(check_editable_globs({".git*"}, {}), "editable[0]: \".git*\" would let an edit change .gitignore");
+  EXPECT_EQ(check_editable_globs({"*"}, {}), "editable[0]: \"*\" would let an edit change CMakeLists.txt");
+}
+
+TEST(EditableGlobs, AGlobThatCanNeverMatchIsRefusedWithTheReason) {
+  EXPECT_EQ(check_editable_globs({"trainer/model/"}, {}),
+            "editable[0]: \"trainer/model/\" can never match a file: it ends with '/' (globs match files, not "
+            "directories)");
+  EXPECT_EQ(check_editable_globs({"trainer//train.cu"}, {}),
+            "editable[0]: \"trainer//train.cu\" can never match a file: it has an empty segment ('//')");
+  EXPECT_EQ(check_editable_globs({"trainer/model/a**b"}, {}),
+            "editable[0]: \"trainer/model/a**b\" can never match a file: '**' must be a whole segment ('a/**/b'), not "
+            "part of 'a**b'");
+  EXPECT_EQ(check_editable_globs({"./trainer/train.cu"}, {}),
+            "editable[0]: \"./trainer/train.cu\" can never match a file: it has a '.' segment (paths are normalized)");
+  EXPECT_EQ(glob_never_matches("trainer\\train.cu"), "it holds a '\\' (paths are '/'-separated)");
+  // Matching no file yet is fine: an edit may add one.
+  EXPECT_EQ(check_editable_globs({"trainer/model/new_*.cu", "trainer/model/**/*.cuh"}, {}), "");
 }
 
 }  // namespace

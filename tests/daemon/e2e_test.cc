@@ -2,14 +2,18 @@
 // repo, with fake_trainer as its build and stages and the scripted proposer.
 // They check the branch, the database, `status`, `export --tsv`, restarts
 // after SIGKILL, program.md edits, and the command line's errors.
+#include <fcntl.h>
 #include <gmock/gmock.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/fanotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <regex>
 #include <thread>
 
@@ -33,6 +37,51 @@ const std::string kDaemon = AUTORESEARCHD;
 const std::string kFake = FAKE_TRAINER;
 
 using testing::edit;
+
+/// Denies every second open of one file, by any process, through fanotify's
+/// permission events (root only): a reader that checks the file and then opens
+/// it again finds the second open failing just after the check passed.
+class EverySecondOpenDenied {
+ public:
+  explicit EverySecondOpenDenied(const std::filesystem::path& file)
+      : fd_(fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC)) {
+    if (fd_ >= 0 && fanotify_mark(fd_, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, file.c_str()) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    if (fd_ >= 0) thread_ = std::thread([this] { answer(); });
+  }
+  ~EverySecondOpenDenied() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);  // pending events are allowed
+  }
+  bool ok() const { return fd_ >= 0; }
+  int denied() const { return opens_ / 2; }
+
+ private:
+  void answer() {
+    alignas(fanotify_event_metadata) char buf[4096];
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;  // wakes to see stop_
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      for (auto* md = reinterpret_cast<fanotify_event_metadata*>(buf); n > 0 && FAN_EVENT_OK(md, n);
+           md = FAN_EVENT_NEXT(md, n)) {
+        if (md->fd < 0) continue;
+        if (md->mask & FAN_OPEN_PERM) {
+          fanotify_response r{md->fd, ++opens_ % 2 == 0 ? FAN_DENY : FAN_ALLOW};
+          if (::write(fd_, &r, sizeof r) != sizeof r) ADD_FAILURE() << "fanotify response not written";
+        }
+        ::close(md->fd);
+      }
+    }
+  }
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> opens_{0};
+  std::thread thread_;
+};
 
 class DaemonE2E : public ::testing::Test {
  protected:
@@ -80,7 +129,7 @@ max_fix_attempts = 1
 lookahead = 0
 )" + extra + R"(
 [build]
-command = "mkdir -p build && env > build/env.txt && )" + kFake + R"( build trainer/train.cu"
+command = "mkdir -p build && env | tee build/env.txt && )" + kFake + R"( build trainer/train.cu"
 timeout_s = 10
 [[stage]]
 name = "check"
@@ -118,6 +167,16 @@ gpu = "off"
     return testing::wait_for_rows(repo, "e2e", pred, timeout_s);
   }
   static size_t finished(const std::vector<ExperimentRow>& rows) { return testing::finished(rows); }
+  /// Runs the daemon in the foreground until n experiments have finished, then stops it.
+  std::vector<ExperimentRow> run_until_finished(size_t n) {
+    pid_t pid = spawn_daemon("daemon.log");
+    auto rows = wait_for([n](const auto& r) { return finished(r) >= n; });
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    children.clear();
+    return rows;
+  }
 
   testing::TempDir dir;
   std::filesystem::path repo;
@@ -204,8 +263,8 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   auto wt = repo / ".autoresearchd/worktrees/e2e";
   EXPECT_EQ(read_file(wt / "trainer/harness/eval.h"), "// fixed evaluation\n");  // tampering was reset
   EXPECT_EQ(read_file(wt / "trainer/train.cu"), "val_bpb 0.80\nvram 4096\nseconds 0.2\n");
-  // Children never saw the daemon's secrets.
-  std::string env = read_file(wt / "build/env.txt");
+  // Children never saw the daemon's secrets (the build prints its environment).
+  std::string env = read_file(repo / ".autoresearchd/logs" / (std::to_string(rows[12].id) + "-build.log"));
   EXPECT_THAT(env, HasSubstr("PATH="));
   EXPECT_THAT(env, Not(HasSubstr("sk-should-not-leak")));
 
@@ -281,19 +340,157 @@ TEST_F(DaemonE2E, WhatAStageLeavesOrChangesIsTamperedAndNeverWedgesTheNextExperi
   EXPECT_EQ(read_file(repo / "trainer/harness/eval.h"), "// fixed evaluation\n");
 }
 
+TEST_F(DaemonE2E, ASymlinkAStagePlantsIsRemovedWithNoWriteThroughItAndTheNextExperimentRuns) {
+  // A tracked file the experiment changes, replaced in training by a link to a
+  // file outside: the reset to the best must neither write the best's content
+  // through the link nor leave the link for the next experiment.
+  write_file(repo / "trainer/model/payload.cuh", "// payload v1\n");
+  ASSERT_EQ(git("add -A && git -c user.name=t -c user.email=t@t commit -qm payload").code, 0);
+  const auto outside = dir.path() / "authorized_keys";
+  write_file(outside, "ssh-ed25519 AAAA the user's key\n");
+  write_config(10);
+  write_script(nlohmann::json::array({
+      {{"description", "plant a link"},
+       {"writes",
+        {{{"path", "trainer/train.cu"}, {"content", "val_bpb 0.5\nSYMLINK trainer/model/payload.cuh " + outside.string() + "\n"}},
+         {{"path", "trainer/model/payload.cuh"}, {"content", "// payload v2, written by the LLM\n"}}}}},  // #2 tampered
+      edit("innocent", "val_bpb 0.9\n"),                                                                  // #3 kept
+  }));
+  auto rows = run_until_finished(3);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("trainer/model/payload.cuh"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(read_file(outside), "ssh-ed25519 AAAA the user's key\n");
+  auto wt = repo / ".autoresearchd/worktrees/e2e";
+  EXPECT_FALSE(std::filesystem::is_symlink(wt / "trainer/model/payload.cuh"));
+  EXPECT_EQ(read_file(wt / "trainer/model/payload.cuh"), "// payload v1\n");
+}
+
+TEST_F(DaemonE2E, ASameSizeRewriteOfTheHarnessIsTamperedOnceAndRestored) {
+  write_config(10);
+  write_script(nlohmann::json::array({
+      edit("rewrite the harness in place", "val_bpb 0.5\nREWRITE trainer/harness/eval.h\n"),  // #2 tampered
+      edit("innocent", "val_bpb 0.9\n"),                                                    // #3 kept
+      edit("innocent again", "val_bpb 0.8\n"),                                              // #4 kept
+  }));
+  auto rows = run_until_finished(4);
+  ASSERT_GE(rows.size(), 4u);
+  EXPECT_THAT(read_file(repo / ".autoresearchd/logs" / (std::to_string(rows[1].id) + "-train.log")),
+              HasSubstr("rewrote trainer/harness/eval.h: same size, old mtime"));
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("trainer/harness/eval.h"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(rows[3].state, "kept") << rows[3].error;
+  EXPECT_EQ(read_file(repo / ".autoresearchd/worktrees/e2e/trainer/harness/eval.h"), "// fixed evaluation\n");
+}
+
+TEST_F(DaemonE2E, AForgedSummaryIsTamperedAndNeverBecomesTheBest) {
+  write_config(10, testing::kOneRunDecides);
+  write_script(nlohmann::json::array({
+      edit("a negative val_bpb", "val_bpb -5\n"),                           // #2 tampered
+      edit("a block after the real one", "val_bpb 0.95\nEXTRA_BLOCK 0.01\n"),  // #3 tampered
+      edit("a hexadecimal float", "VAL_TEXT 0x1p-3\n"),                     // #4 tampered
+      edit("honest", "val_bpb 0.9\n"),                                      // #5 kept
+  }));
+  auto rows = run_until_finished(5);
+  ASSERT_GE(rows.size(), 5u);
+  const std::vector<std::string> want = {"kept", "tampered", "tampered", "tampered", "kept"};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].state, want[i]) << "#" << rows[i].id << " " << rows[i].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("the summary cannot be believed: val_bpb -5 is outside its range (0, 20)"));
+  EXPECT_THAT(rows[2].error, HasSubstr("2 summary blocks in the output"));
+  EXPECT_THAT(rows[3].error, HasSubstr("val_bpb: '0x1p-3' is not a decimal number"));
+  ASSERT_TRUE(rows[4].val_bpb);
+  EXPECT_DOUBLE_EQ(*rows[4].val_bpb, 0.9);
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "honest\nbase\n");
+}
+
+// An incremental build that keeps its output while it is newer than the source,
+// as make and Ninja do: a stage that leaves a future-dated "binary" would have the
+// next experiment run it instead of what was committed.
+class PoisonedBuild : public DaemonE2E {
+ protected:
+  void write_incremental_config(const std::string& extra) {
+    write_file(repo / "autoresearch.toml", R"(
+tag = "e2e"
+budget_s = 1
+startup_s = 1
+retry_wait_s = 0.2
+lookahead = 0
+)" + extra + R"(
+[build]
+command = "mkdir -p build && { test build/train.cu -nt trainer/train.cu || cp trainer/train.cu build/train.cu; }"
+[[stage]]
+name = "check"
+command = ")" + kFake + R"( run build/train.cu --check"
+[[stage]]
+name = "train"
+command = ")" + kFake + R"( run build/train.cu"
+timeout_s = 10
+[data]
+enabled = false
+[proposer]
+kind = "scripted"
+script = "script.json"
+[preflight]
+gpu = "off"
+)" + testing::kOneRunDecides);
+  }
+  std::vector<ExperimentRow> run_three() {
+    write_script(nlohmann::json::array({
+        edit("poison the build output", "val_bpb 1.5\nPOISON build/train.cu\n"),  // #2
+        edit("honest", "val_bpb 0.8\n"),                                           // #3 kept at 0.8
+    }));
+    return run_until_finished(3);
+  }
+  std::string train_log(const ExperimentRow& row) {
+    return read_file(repo / ".autoresearchd/logs" / (std::to_string(row.id) + "-train.log"));
+  }
+};
+
+TEST_F(PoisonedBuild, AStageCannotWriteTheBuildOutputSoTheNextExperimentRunsWhatWasCommitted) {
+  write_incremental_config("");
+  auto rows = run_three();
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_THAT(train_log(rows[1]), HasSubstr("poisoned build/train.cu: not written"));  // read-only to stages
+  EXPECT_EQ(rows[1].state, "discarded") << rows[1].error;
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  ASSERT_TRUE(rows[2].val_bpb);
+  EXPECT_DOUBLE_EQ(*rows[2].val_bpb, 0.8);
+}
+
+TEST_F(PoisonedBuild, UnconfinedAStageThatWritesTheBuildOutputIsTamperedAndTheOutputIsDiscarded) {
+  write_incremental_config("[sandbox]\nmode = \"off\"\n");
+  auto rows = run_three();
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_THAT(train_log(rows[1]), HasSubstr("poisoned build/train.cu: written"));
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("build (changed after the build)"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  ASSERT_TRUE(rows[2].val_bpb);
+  EXPECT_DOUBLE_EQ(*rows[2].val_bpb, 0.8);
+}
+
 TEST_F(DaemonE2E, UnconfinedACommitFromAStageIsTamperedAndTheBranchStays) {
   write_config(10, "[sandbox]\nmode = \"off\"\n");
   write_script(nlohmann::json::array({edit("commit from a stage", "val_bpb 0.5\nGIT_COMMIT\n"),  // #2 tampered
                                       edit("innocent", "val_bpb 0.9\n")}));                     // #3 kept
-  pid_t pid = spawn_daemon("daemon.log");
-  auto rows = wait_for([](const auto& r) { return finished(r) >= 3; });
-  kill(pid, SIGTERM);
-  int st;
-  waitpid(pid, &st, 0);
-  children.clear();
+  auto rows = run_until_finished(3);
   ASSERT_GE(rows.size(), 3u);
   EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
   EXPECT_THAT(rows[1].error, HasSubstr("HEAD (moved to"));
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "innocent\nbase\n");
+}
+
+TEST_F(DaemonE2E, UnconfinedABranchMovedByAStageIsPutBackAndTheNextExperimentRuns) {
+  write_config(10, "[sandbox]\nmode = \"off\"\n" + std::string(testing::kOneRunDecides));
+  write_script(nlohmann::json::array({edit("move the branch", "val_bpb 0.5\nMOVE_REF refs/heads/autoresearch/e2e\n"),  // #2
+                                      edit("innocent", "val_bpb 0.9\n")}));  // #3 kept
+  auto rows = run_until_finished(3);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "tampered") << rows[1].error;
+  EXPECT_THAT(rows[1].error, HasSubstr("autoresearch/e2e (moved)"));
   EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
   EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "innocent\nbase\n");
 }
@@ -379,6 +576,24 @@ TEST_F(DaemonE2E, ProgramEditsTakeEffectOnTheNextExperiment) {
   EXPECT_THAT(daemon("show " + std::to_string(first_v2->id)).out, HasSubstr("# program v2"));
 }
 
+TEST_F(DaemonE2E, EachProposalRecordsAndSendsTheProgramItCheckedNeverAnEmptyOne) {
+  // program.md fails every second open: a daemon that read it again after its
+  // check would record (and send) an empty program.
+  write_config(10, testing::kOneRunDecides);
+  nlohmann::json script = nlohmann::json::array();
+  for (int i = 0; i < 10; ++i) script.push_back(edit("try " + std::to_string(i), "val_bpb 0.9" + std::to_string(i) + "\n"));
+  write_script(script);
+  EverySecondOpenDenied gate(repo / "program.md");
+  ASSERT_TRUE(gate.ok()) << "fanotify needs root: " << std::strerror(errno);
+  auto rows = run_until_finished(5);
+  EXPECT_GE(gate.denied(), 2);
+  Store store(db_path().string());
+  for (const auto& r : rows) {
+    if (r.is_baseline || r.program_hash.empty()) continue;
+    EXPECT_EQ(store.program(r.program_hash), "# program v1\nLower val_bpb.\n") << "#" << r.id;
+  }
+}
+
 TEST_F(DaemonE2E, StopDuringARunRecordsItInterruptedAndResetsTheBranch) {
   write_config(60);
   write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n")}));
@@ -402,6 +617,22 @@ TEST_F(DaemonE2E, StopDuringARunRecordsItInterruptedAndResetsTheBranch) {
   EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), base);
   EXPECT_EQ(read_file(repo / ".autoresearchd/worktrees/e2e/trainer/train.cu"), "val_bpb 1.0\n");
   EXPECT_EQ(daemon("stop").code, 1);  // nothing left to stop
+}
+
+TEST_F(DaemonE2E, StopSaysWhatItWaitsFor) {
+  // Unconfined, a stage that ignores SIGTERM holds the stop for the kill grace.
+  write_config(60, "[sandbox]\nmode = \"off\"\n");
+  write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n")}));
+  pid_t pid = spawn_daemon("daemon.log");
+  wait_for([](const auto& r) { return r.size() >= 2 && r[1].state == "running" && r[1].stage == "train"; });
+  auto stopped = daemon("stop");
+  waitpid(pid, nullptr, 0);
+  children.clear();
+  ASSERT_EQ(stopped.code, 0) << stopped.out;
+  EXPECT_THAT(stopped.out, HasSubstr("autoresearchd: stopping pid " + std::to_string(pid)));
+  EXPECT_THAT(stopped.out, HasSubstr("autoresearchd: daemon: "));
+  EXPECT_THAT(stopped.out, HasSubstr("stopping: waiting for #2's stage train"));
+  EXPECT_THAT(stopped.out, HasSubstr("autoresearchd: stopped (pid " + std::to_string(pid) + ")"));
 }
 
 TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {

@@ -279,6 +279,33 @@ TEST_F(EngineE2E, AConflictIsRecordedAndItsDiffGoesBackToTheProposer) {
   delete conflict;
 }
 
+TEST_F(EngineE2E, ASecretAStagePrintsBeforeItCrashesNeverReachesTheProvider) {
+  // A file the user can read, printed by a stage; its crash's log tail goes into the next prompt.
+  // Unconfined, so the stage sees the test's /tmp (in the sandbox /tmp is its own).
+  const auto secret_file = dir.path() / "id_ed25519";
+  write_file(secret_file,
+             "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMw\n"
+             "-----END OPENSSH PRIVATE KEY-----\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz\n");
+  nlohmann::json steps = nlohmann::json::array(
+      {{{"answer", whole_file_answer("print and crash", with(kBase, "# a-slot", "PRINT " + secret_file.string() + "\nCRASH"))}},
+       {{"answer", whole_file_answer("after", with(kBase, "# b-slot", "bonus 0.1"))}}});
+  llm::testing::FakeLlmServer server(steps, "", dir.path());
+  write_config("[0]", 0, llm(server) + "[sandbox]\nmode = \"off\"\n");
+  pid_t pid = spawn_daemon("daemon.out");
+  auto rows = wait_for([](const auto& r) { return testing::finished(r) >= 3; });
+  stop_daemon(pid);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "crash") << rows[1].error;
+  EXPECT_THAT(rows[1].log_tail, HasSubstr("b3BlbnNzaC1rZXktdjEAAAAA"));  // the local log keeps what ran
+  auto requests = server.requests();
+  ASSERT_GE(requests.size(), 2u);
+  const std::string second = requests[1]["body"].dump();
+  EXPECT_THAT(second, HasSubstr("crash"));
+  EXPECT_THAT(second, HasSubstr("[redacted private key]"));
+  EXPECT_THAT(second, Not(HasSubstr("b3BlbnNzaC1rZXktdjEAAAAA")));
+  EXPECT_THAT(second, Not(HasSubstr("hf_abcdefghijklmnopqrstuvwxyz")));
+}
+
 TEST_F(EngineE2E, StopEndsAnLlmCallOfSixtySecondsWithinTenSeconds) {
   nlohmann::json steps = nlohmann::json::array(
       {{{"hang_s", 60}, {"answer", whole_file_answer("slow answer", with(kBase, "# a-slot", "bonus 0.1"))}}});

@@ -11,6 +11,18 @@
 //   LEAVE path        training appends a line to path (relative to the worktree):
 //                     a `core`, a checkpoint, an edit after the commit
 //   GIT_COMMIT        training runs `git commit --allow-empty` in the worktree
+//   MOVE_REF ref      training points ref at the worktree's HEAD (git update-ref)
+//   SYMLINK path to   training replaces path (relative to the worktree) with a
+//                     symlink to `to`
+//   REWRITE path      training rewrites path in place with the same size and
+//                     its old mtime (the letters' case flipped)
+//   VAL_TEXT s        the summary's val_bpb line reads `val_bpb: s`, verbatim
+//   EXTRA_BLOCK v     a second summary block with val_bpb v after the real one
+//   PRINT path        training prints the file at path (what a stage can read)
+//   FILL path         training writes zeros to path until the disk is full,
+//                     then fails (exit 1)
+//   POISON path       training writes "val_bpb 0.001" to path, dated a day
+//                     ahead: a stale build output an incremental build keeps
 //   PROBE_FAIL        print the harness's integrity-probe failure line
 //                     "FAIL: tampered: causality: ..." and exit 1
 //   HANG              never finish training (ignores SIGTERM too)
@@ -36,11 +48,15 @@
 //   fake_trainer prepare --train F --val F [--field X] [--cache DIR]
 //       speaks prepare's protocol: checks its inputs exist, makes DIR/dataset
 //       and prints `data_dir: DIR/dataset` last, or a one-line error and exit 1
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -74,6 +90,12 @@ double number(const std::vector<std::string>& lines, const std::string& key, dou
   for (const auto& l : lines)
     if (l.rfind(key + " ", 0) == 0) return std::atof(l.c_str() + key.size() + 1);
   return fallback;
+}
+
+std::string word_after(const std::vector<std::string>& lines, const std::string& key) {
+  for (const auto& l : lines)
+    if (l.rfind(key, 0) == 0) return l.substr(key.size());
+  return "";
 }
 
 double bonus(const std::vector<std::string>& lines) {
@@ -221,6 +243,56 @@ int run(const char* path, const RunFlags& flags) {
     out << "left by the run\n";
     std::printf("left %s: %s\n", line.substr(6).c_str(), out ? "written" : "not written");
   }
+  for (const auto& line : lines) {
+    if (line.rfind("SYMLINK ", 0) != 0) continue;
+    std::istringstream words(line.substr(8));
+    std::string path, to;
+    words >> path >> to;
+    ::unlink(path.c_str());
+    std::printf("symlink %s -> %s: %s\n", path.c_str(), to.c_str(), ::symlink(to.c_str(), path.c_str()) == 0 ? "made" : "not made");
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("REWRITE ", 0) != 0) continue;
+    const std::string path = line.substr(8);
+    struct stat st;
+    std::string text = read_all(path.c_str());
+    for (char& ch : text) ch = std::isupper(static_cast<unsigned char>(ch)) ? std::tolower(ch) : std::toupper(ch);
+    int fd = ::open(path.c_str(), O_WRONLY);
+    bool ok = ::stat(path.c_str(), &st) == 0 && fd >= 0 &&
+              ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) ::close(fd);
+    const struct timespec times[2] = {st.st_atim, st.st_mtim};
+    ok = ok && ::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0;
+    std::printf("rewrote %s: %s\n", path.c_str(), ok ? "same size, old mtime" : "failed");
+  }
+  for (const auto& line : lines)
+    if (line.rfind("PRINT ", 0) == 0) std::printf("%s", read_all(line.substr(6).c_str()).c_str());
+  for (const auto& line : lines) {
+    if (line.rfind("FILL ", 0) != 0) continue;
+    std::FILE* f = std::fopen(line.substr(5).c_str(), "ab");
+    static const std::string block(1 << 20, '\0');
+    while (f && std::fwrite(block.data(), 1, block.size(), f) == block.size() && std::fflush(f) == 0) {
+    }
+    std::printf("FAIL: cannot write %s: the disk is full\n", line.substr(5).c_str());
+    return 1;
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("POISON ", 0) != 0) continue;
+    const std::string path = line.substr(7);
+    bool ok = static_cast<bool>(std::ofstream(path) << "val_bpb 0.001\n");
+    struct timespec ahead[2];
+    ::clock_gettime(CLOCK_REALTIME, &ahead[0]);
+    ahead[0].tv_sec += 86400;
+    ahead[1] = ahead[0];
+    ok = ok && ::utimensat(AT_FDCWD, path.c_str(), ahead, 0) == 0;
+    std::printf("poisoned %s: %s\n", path.c_str(), ok ? "written" : "not written");
+  }
+  for (const auto& line : lines) {
+    if (line.rfind("MOVE_REF ", 0) != 0) continue;
+    std::fflush(stdout);
+    const std::string cmd = "git update-ref " + line.substr(9) + " HEAD 2>&1";
+    std::printf("move %s: rc %d\n", line.substr(9).c_str(), std::system(cmd.c_str()));
+  }
   if (has(lines, "GIT_COMMIT")) {
     std::fflush(stdout);
     int rc = std::system("git -c user.name=stage -c user.email=stage@localhost commit -q --allow-empty -m 'a stage commits' 2>&1");
@@ -249,6 +321,7 @@ int run(const char* path, const RunFlags& flags) {
   }
   std::printf("---\n");
   if (has(lines, "NAN")) std::printf("val_bpb:          nan\n");
+  else if (has(lines, "VAL_TEXT ")) std::printf("val_bpb:          %s\n", word_after(lines, "VAL_TEXT ").c_str());
   else std::printf("val_bpb:          %.6f\n", number(lines, "val_bpb", 1.0) - bonus(lines));
   std::printf("training_seconds: %.1f\n", seconds);
   std::printf("total_seconds:    %.1f\n", seconds + 0.1);
@@ -258,6 +331,7 @@ int run(const char* path, const RunFlags& flags) {
   std::printf("num_steps:        10\n");
   std::printf("num_params_M:     0.1\n");
   std::printf("depth:            2\n");
+  if (has(lines, "EXTRA_BLOCK ")) std::printf("---\nval_bpb:          %s\n", word_after(lines, "EXTRA_BLOCK ").c_str());
   return 0;
 }
 

@@ -204,6 +204,31 @@ TEST_F(FaultsE2E, AFullRepoDiskHoldsTheProposalInsteadOfRejectingIt) {
   EXPECT_EQ(rows[1].description, "better");  // the held proposal, committed once there was room
 }
 
+// A stage that fills the disk under its slot: the probe after it finds the disk
+// full, so the daemon takes it for a fault of the machine and runs it again. Before,
+// forever (90 runs in 45 s); now a fault that follows the same experiment is its own
+// failure after two runs again, and the slot's reset frees the space.
+TEST_F(FaultsE2E, AStageThatFillsTheDiskFailsAfterTwoRerunsAndTheNextExperimentRuns) {
+  make_repo();
+  testing::SmallTmpfs slots(repo / ".autoresearchd/worktrees", 48 << 20);
+  if (!slots.mounted()) GTEST_SKIP() << slots.why_not();
+  write_script({{{"description", "fill the disk"},
+                 {"writes", {{{"path", "trainer/train.cu"}, {"content", "val_bpb 0.5\nFILL junk.bin\n"}}}}},
+                {{"description", "honest"},
+                 {"writes", {{{"path", "trainer/train.cu"}, {"content", "val_bpb 0.9\nseconds 0.2\n"}}}}}});
+  write_config(scripted() + testing::kOneRunDecides);
+  pid_t pid = spawn_daemon();
+  auto rows = wait_for([](const auto& r) { return testing::finished(r) >= 3; });
+  stop_daemon(pid);
+  ASSERT_EQ(states(rows), (std::vector<std::string>{"kept", "crash", "kept"})) << read_file(dir.path() / "daemon.out");
+  EXPECT_THAT(rows[1].error, HasSubstr("run met a fault of the machine each of the 3 times it ran, so it is the "
+                                       "experiment's (did it fill the disk?)"));
+  size_t runs_of_filler = 0;
+  for (const auto& t : Store(db_path().string()).trials("e2e")) runs_of_filler += t.experiment_id == rows[1].id;
+  EXPECT_EQ(runs_of_filler, 3u);
+  EXPECT_FALSE(std::filesystem::exists(repo / ".autoresearchd/worktrees/e2e/junk.bin"));
+}
+
 // results.db deleted while a stage runs (30 s): the daemon notices within
 // seconds, not at its next write, and stops with one line naming the file.
 TEST_F(FaultsE2E, ADeletedDatabaseStopsTheDaemonWithALineNamingTheFile) {

@@ -2,6 +2,7 @@
 // summary block.
 #include "harness/run_options.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -168,9 +169,12 @@ std::string format_summary(const Summary& s) {
   return out;
 }
 
-void print_summary(const Summary& s) {
+bool print_summary(const Summary& s) {
+  static std::atomic<bool> printed{false};
+  if (printed.exchange(true)) return false;
   std::fputs(format_summary(s).c_str(), stdout);
   std::fflush(stdout);
+  return true;
 }
 
 }  // namespace harness

@@ -81,7 +81,9 @@ struct Summary {
 /// constants (an overridden run says so).
 std::string format_summary(const Summary& s);
 
-/// Prints format_summary(s) to stdout and flushes.
-void print_summary(const Summary& s);
+/// Prints format_summary(s) to stdout and flushes, once per process: the
+/// daemon takes a second block as a forgery, so a second call prints nothing
+/// and returns false.
+bool print_summary(const Summary& s);
 
 }  // namespace harness

@@ -127,6 +127,19 @@ TEST(TrainingClock, FixedStepsReplaceTheBudget) {
   EXPECT_TRUE(clock.done(4));
 }
 
+TEST(Summary, IsPrintedOncePerProcess) {
+  Summary s;
+  s.val_bpb = 0.5;
+  ::testing::internal::CaptureStdout();
+  const bool first = print_summary(s);
+  s.val_bpb = 0.1;
+  const bool second = print_summary(s);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(first);
+  EXPECT_FALSE(second);
+  EXPECT_EQ(out, format_summary(Summary{.val_bpb = 0.5}));
+}
+
 TEST(Summary, FormatsTheBlockTheDaemonParses) {
   Summary s;
   s.val_bpb = 0.9979;
