@@ -226,26 +226,29 @@ __global__ void __launch_bounds__(THREADS, 3) flash_forward_kernel(
     for (int n = 0; n < TILE / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) mx[e / 2] = fmaxf(mx[e / 2], sc[n][e]);
-    bool grows = false;
+    bool grows[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
       mx[r] *= sl2;
-      grows |= mx[r] > m[r] + RESCALE_SLACK;
+      grows[r] = mx[r] > m[r] + RESCALE_SLACK;
     }
-    // The running maxima move, and o and l are rescaled (128 multiplies a lane), only when some
-    // row of the warp has grown past its maximum by RESCALE_SLACK; otherwise this tile's
+    // A row's running maximum moves, and its o and l are rescaled (33 multiplies a lane), only
+    // when that row has grown past its maximum by RESCALE_SLACK; otherwise this tile's
     // probabilities are 2^(s - m) with the old m, at most 2^RESCALE_SLACK. At the first tile o
-    // and l are still zero: the maxima become this tile's, with nothing to rescale.
+    // and l are still zero: the maxima become this tile's, with nothing to rescale. The choice
+    // is the row's own: were it the warp's, a later row's scores would move an earlier row's m
+    // and so the rounding of its bf16 probabilities, and a prefix would no longer give the
+    // same bits whatever follows it (the integrity probe's causality check sees that).
     if (kt == kt_begin) {
       m[0] = mx[0], m[1] = mx[1];
-    } else if (__any_sync(0xffffffffu, grows)) {
+    } else if (__any_sync(0xffffffffu, grows[0] || grows[1])) {
 #pragma unroll
       for (int r = 0; r < 2; r++) {
-        const float m_new = fmaxf(m[r], mx[r]);
-        const float corr = exp2_approx(m[r] - (m_new == -INFINITY ? 0.f : m_new));
-        m[r] = m_new;
+        if (!grows[r]) continue;  // then mx[r] is finite and the row's new maximum
+        const float corr = exp2_approx(m[r] - mx[r]);
+        m[r] = mx[r];
         l[r] *= corr;
 #pragma unroll
         for (int n = 0; n < HD / 8; n++) {

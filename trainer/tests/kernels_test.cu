@@ -1,7 +1,8 @@
 // Kernel tests against CPU double-precision references on random inputs:
 // attention (fp32 reference kernels and bf16 flash kernels, forward and
 // backward, windows that cut through tiles, q/k/v as slices of one buffer),
-// RMSNorm, the residual mix with its RMSNorm, rotary + QK-norm (also strided, in place), the
+// a prefix's bits independent of the rows after it (bit for bit), RMSNorm, the residual mix
+// with its RMSNorm, rotary + QK-norm (also strided, in place), the
 // soft-capped cross-entropy (alone, and with lm_head in one step), the segmented embedding gradient (a token
 // frequent enough to span many segments), the residual product matmul_add, the fused relu²
 // products and the q, k, v product with rope + QK-norm in its epilogue; first, without a GPU,
@@ -178,6 +179,55 @@ void test_attention(AttnShape s, double tol_fwd, double tol_bwd, bool slices = f
   expect_close(label("dq"), got_q, ref.dq, tol_bwd);
   expect_close(label("dk"), got_k, ref.dk, tol_bwd);
   expect_close(label("dv"), got_v, ref.dv, tol_bwd);
+}
+
+// A prefix gives the same bits whatever follows it: for each cut t, q, k and v of the rows after
+// t are replaced (q scaled up, so that those rows' maxima jump past the forward's RESCALE_SLACK
+// in tiles that rows <= t also see) and o and lse of every row <= t must not change at all.
+// The integrity probe's causality check (harness/probes.h) relies on this: its tolerance is
+// for reduction order across builds, not for one row's arithmetic depending on another's.
+template <typename T>
+void test_attention_prefix_bits(AttnShape s, std::vector<int> cuts) {
+  const long rows = long(s.B) * s.T, HDq = long(s.H) * s.D, KV = long(s.Hkv) * s.D;
+  const auto q = randn(rows * HDq, 1.5f), k = randn(rows * KV, 1.5f), v = randn(rows * KV);
+  Dev<T> dq(q), dk(k), dv(v), o(rows * HDq);
+  Dev<float> lse(long(s.B) * s.H * s.T);
+  attention_forward<T>(o.p, lse.p, dq.p, dk.p, dv.p, s, nullptr);
+  cudaCheck(cudaDeviceSynchronize());
+  const std::vector<float> o_ref = o.get(), lse_ref = lse.get();
+  for (int t : cuts) {
+    auto q2 = q, k2 = k, v2 = v;
+    const auto q_new = randn(rows * HDq, 8.f), k_new = randn(rows * KV, 1.5f), v_new = randn(rows * KV);
+    for (int b = 0; b < s.B; b++)
+      for (long i = t + 1; i < s.T; i++) {
+        const long r = long(b) * s.T + i;
+        std::copy(q_new.begin() + r * HDq, q_new.begin() + (r + 1) * HDq, q2.begin() + r * HDq);
+        std::copy(k_new.begin() + r * KV, k_new.begin() + (r + 1) * KV, k2.begin() + r * KV);
+        std::copy(v_new.begin() + r * KV, v_new.begin() + (r + 1) * KV, v2.begin() + r * KV);
+      }
+    Dev<T> dq2(q2), dk2(k2), dv2(v2);
+    attention_forward<T>(o.p, lse.p, dq2.p, dk2.p, dv2.p, s, nullptr);
+    cudaCheck(cudaDeviceSynchronize());
+    const std::vector<float> o_got = o.get(), lse_got = lse.get();
+    long changed = 0, later_changed = 0;
+    for (int b = 0; b < s.B; b++)
+      for (long i = 0; i < s.T; i++) {
+        const long r = long(b) * s.T + i;
+        bool differs = false;
+        for (long c = 0; c < HDq; c++) differs |= o_got[r * HDq + c] != o_ref[r * HDq + c];
+        for (int h = 0; h < s.H; h++)
+          differs |= lse_got[(long(b) * s.H + h) * s.T + i] != lse_ref[(long(b) * s.H + h) * s.T + i];
+        (i <= t ? changed : later_changed) += differs;
+      }
+    // later_changed > 0 shows that the replacement reached the kernel (the check can fail).
+    const bool ok = changed == 0 && later_changed > 0;
+    char name[128];
+    std::snprintf(name, sizeof name, "attention %s prefix bits T=%d H=%d/%d w=%d cut %d", sizeof(T) == 4 ? "fp32" : "bf16",
+                  s.T, s.H, s.Hkv, s.window, t);
+    std::printf("%-44s rows <= cut changed %ld, later rows changed %ld %s\n", name, changed, later_changed,
+                ok ? "ok" : "FAILED");
+    if (!ok) failures++;
+  }
 }
 
 // The rotary tables of rope_qknorm_forward for positions 0 .. T - 1: (T, D/2) cos, then sin.
@@ -1070,6 +1120,11 @@ int main(int argc, char** argv) {
   // peaked scores: the forward's running maxima both kept and moved past their slack
   test_attention<float>(AttnShape{1, 512, 2, 2, 128, 512}, 1e-4, 1e-4, false, 6.f);
   test_attention<bf16>(AttnShape{1, 512, 2, 2, 128, 512}, 2e-2, 3e-2, false, 6.f);
+  // a prefix's rows keep their bits whatever the later rows hold: cuts inside a warp's 16
+  // rows, at tile edges, and inside a window that cuts through tiles
+  test_attention_prefix_bits<bf16>(AttnShape{2, 1024, 4, 2, 128, 1024}, {336, 63, 64, 517, 1000});
+  test_attention_prefix_bits<bf16>(AttnShape{1, 1024, 2, 2, 128, 200}, {336, 700});
+  test_attention_prefix_bits<float>(AttnShape{1, 512, 2, 1, 128, 512}, {336});
   // q, k, v as column blocks of one buffer (the trainer's layout), grouped-query and not
   for (AttnShape s : {AttnShape{1, 256, 4, 2, 128, 100}, AttnShape{2, 192, 2, 2, 128, 192}}) {
     test_attention<float>(s, 1e-4, 1e-4, true);
