@@ -839,7 +839,12 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
   if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
   if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
-  c->build_listing = stat_listing(slots_[c->slot].path / config_.build_dir);
+  // A build that made no build directory gets an empty one now, before its listing: the sandbox
+  // binds that directory read-only into every stage, and would otherwise create it itself.
+  const std::filesystem::path out = slots_[c->slot].path / config_.build_dir;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out, ec);
+  c->build_listing = stat_listing(out);
   c->phase = Phase::kBuilt;
   store_.set_state(id, "built");
   schedule_pump();

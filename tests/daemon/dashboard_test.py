@@ -266,6 +266,11 @@ port = {cls.embedded_port}
         deadline = time.time() + 90
         while time.time() < deadline and not done():
             time.sleep(0.2)
+        if not done():
+            log_path = f"{repo}/.autoresearchd/daemon.log"
+            log = open(log_path).read() if os.path.exists(log_path) else "(no daemon.log)"
+            subprocess.run([DAEMON, "stop"], cwd=repo, capture_output=True)
+            raise AssertionError(f"the end-to-end run did not finish its script within 90 s:\n{log}")
         cls.embedded_status = json.load(urllib.request.urlopen(f"http://127.0.0.1:{cls.embedded_port}/api/status"))
         cls.finished_while_running = len(cls.finished())
         sh([DAEMON, "stop"], repo)

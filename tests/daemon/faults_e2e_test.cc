@@ -181,13 +181,17 @@ TEST_F(FaultsE2E, AFullRepoDiskHoldsTheProposalInsteadOfRejectingIt) {
   // The store and the slots have room (start's preflight asks for 2 GB there; tmpfs takes only what is written).
   testing::SmallTmpfs state(repo / ".autoresearchd", size_t{3} << 30);
   ASSERT_TRUE(state.mounted()) << state.why_not();
-  // The answer comes after the baseline was kept and the disk filled (12 s: room for a slow, loaded machine).
+  // The answer comes after the disk filled (12 s: room for a slow, loaded machine). The disk
+  // is filled once the request arrived: on one GPU the start's noise rounds (which reset the
+  // slot, writing under .git) come first, and the proposal is asked for after them.
   llm::testing::FakeLlmServer server(
       nlohmann::json::array({{{"hang_s", 12}, {"answer", whole_file_answer("better", "val_bpb 0.9\nseconds 0.2\n")}}}),
       "", dir.path());
   write_config(llm(server));
   pid_t pid = spawn_daemon();
   wait_for([](const auto& r) { return !r.empty() && r[0].state == "kept"; });
+  for (int i = 0; i < 600 && server.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(server.requests().size(), 1u) << "no proposal was asked for within 30 s";
   disk.fill();
 
   const std::string objects = (repo / ".git/objects").string();
