@@ -374,7 +374,14 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.boolean("network", c.sandbox.network);
     r.integer("tmp_mb", c.sandbox.tmp_mb, 1, 1024 * 1024);
     r.integer("scratch_mb", c.sandbox.scratch_mb, 1, 1024 * 1024);
+    r.strings("read_only", c.sandbox.read_only, true);
     r.reject_unknown();
+    for (std::string& p : c.sandbox.read_only) {
+      p = expand_home(p);
+      if (p.empty() || p[0] != '/')
+        throw ConfigError("sandbox.read_only: expected absolute paths (or ~/...), got \"" + p + "\"");
+      if (p == "/") throw ConfigError("sandbox.read_only: \"/\" would show the child every file; name the directories it needs");
+    }
     if (c.sandbox.mode != "bwrap" && c.sandbox.mode != "off")
       throw ConfigError("sandbox.mode: expected \"bwrap\" or \"off\", got \"" + c.sandbox.mode + "\"");
   }

@@ -76,6 +76,9 @@ struct SandboxConfig {
   bool network = false;        ///< true: children share the host's network
   int tmp_mb = 4096;           ///< the sandbox's /tmp: a tmpfs of at most this many MiB
   int scratch_mb = 4096;       ///< the slot's scratch directory: a tmpfs of at most this many MiB
+  /// More host paths a child may read (absolute): a toolchain outside /usr and /opt. The system
+  /// paths are always readable; the user's home, the repository and other slots are not.
+  std::vector<std::string> read_only;
 };
 
 /// The [logs] table: how long stage logs are kept.

@@ -253,6 +253,14 @@ TEST(Config, SandboxLogsAndProgramLimit) {
   EXPECT_EQ(error_of("sandbox = 'off'\n"), "sandbox: expected a table: [sandbox] with mode = \"bwrap\" or \"off\"");
   EXPECT_EQ(error_of("[sandbox]\nnet = true\n"), "sandbox.net: unknown key");
   EXPECT_EQ(error_of("[sandbox]\nnetwork = 1\n"), "sandbox.network: expected true or false");
+  EXPECT_TRUE(d.sandbox.read_only.empty());
+  Config ro = parse_config("[sandbox]\nread_only = ['/opt2/cuda', '~/tools']\n", "/r");
+  ASSERT_EQ(ro.sandbox.read_only.size(), 2u);
+  EXPECT_EQ(ro.sandbox.read_only[0], "/opt2/cuda");
+  EXPECT_EQ(ro.sandbox.read_only[1].front(), '/');  // ~ expanded
+  EXPECT_EQ(error_of("[sandbox]\nread_only = ['tools']\n"),
+            "sandbox.read_only: expected absolute paths (or ~/...), got \"tools\"");
+  EXPECT_THAT(error_of("[sandbox]\nread_only = ['/']\n"), HasSubstr("would show the child every file"));
   EXPECT_THAT(error_of("max_program_bytes = 0"), HasSubstr("max_program_bytes: must be >= 1"));
   EXPECT_THAT(error_of("max_program_bytes = 1.5"), HasSubstr("max_program_bytes: expected a whole number"));
   EXPECT_THAT(error_of("[logs]\nkeep_days = -1\n"), HasSubstr("logs.keep_days: must be >= 0"));

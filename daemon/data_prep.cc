@@ -55,12 +55,12 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
     return runner.run(spec, std::ref(record));
   };
   // Both children run in the sandbox, like every build and stage: the worktree writable, the
-  // repo's .git read-only, no network (the fetch is the daemon's own, before this); prepare may
-  // write its cache, and reads its inputs (bound read-only: /tmp is the sandbox's own).
+  // repository and its .git out of sight, no network (the fetch is the daemon's own, before
+  // this); prepare may write its cache, and reads its inputs (bound read-only).
   SandboxSpec box;
   box.worktree = worktree;
   box.scratch = state.root / "scratch" / "data";
-  if (std::filesystem::exists(config.repo / ".git")) box.read_only = {config.repo / ".git"};
+  for (const auto& p : config.sandbox.read_only) box.system_read_only.push_back(p);
   box.network = config.sandbox.network;
   box.tmp_bytes = static_cast<uint64_t>(config.sandbox.tmp_mb) << 20;
   box.scratch_bytes = static_cast<uint64_t>(config.sandbox.scratch_mb) << 20;
@@ -69,7 +69,7 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
 
   log("data: building the trainer at the branch tip");
   ProcessSpec build{config.build_command, worktree, env, state.logs() / "data-build.log", config.build_timeout_s};
-  if (boxed) build.wrapper = sandbox_wrapper(box);
+  if (boxed) build.wrapper = sandbox_wrapper(box, build.command);
   ProcessResult b = run(build, "data-build");
   if (b.end == ProcessResult::End::kStopped) throw FatalError("stopped while building for the data step");
   if (!b.ok())
@@ -90,7 +90,7 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
     for (const auto& t : config.data.train) readable(input_path(config, t));
     for (const auto& v : config.data.val) readable(input_path(config, v));
     if (std::filesystem::path(config.data.prepare).is_absolute()) readable(config.data.prepare);
-    prep.wrapper = sandbox_wrapper(box);
+    prep.wrapper = sandbox_wrapper(box, prep.command);
   }
   ProcessResult p = run(prep, "prepare");
   std::string out = file_tail(prep.log, 200, 65536);

@@ -815,7 +815,7 @@ void Engine::start_build(Candidate& c, int slot) {
   ++builds_running_;
   ChildSpec spec;
   spec.command = config_.build_command;
-  spec.wrapper = sandbox_wrapper(slot, true);
+  spec.wrapper = sandbox_wrapper(slot, true, spec.command);
   spec.cwd = slots_[slot].path;
   spec.env = env_;
   spec.log = log_path(c, "build");
@@ -896,7 +896,7 @@ void Engine::start_stage(Candidate& c) {
   ChildSpec spec;
   spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(),
                             rounds_->scale(workers_[c.worker].gpu));
-  spec.wrapper = sandbox_wrapper(c.slot, false);
+  spec.wrapper = sandbox_wrapper(c.slot, false, spec.command);
   spec.cwd = slots_[c.slot].path;
   spec.env = child_env(workers_[c.worker].gpu);
   spec.log = log_path(c, s.name);
@@ -1271,7 +1271,7 @@ void Engine::release(Candidate& c) {
 
 // ---------------------------------------------------------------- helpers
 
-std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build) const {
+std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build, const std::string& command) const {
   if (config_.sandbox.mode != "bwrap") return {};
   SandboxSpec box;
   box.worktree = slots_[slot].path;
@@ -1280,7 +1280,7 @@ std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build) const {
   // Both are tmpfs mounts of the sandbox: capped, empty at every start, gone when the child ends.
   box.tmp_bytes = static_cast<uint64_t>(config_.sandbox.tmp_mb) << 20;
   box.scratch_bytes = static_cast<uint64_t>(config_.sandbox.scratch_mb) << 20;
-  box.read_only = {config_.repo / ".git"};
+  for (const auto& p : config_.sandbox.read_only) box.system_read_only.push_back(p);
   if (!build) {
     // The build is the only writer of its output: a stage runs what was built, and cannot leave
     // a binary for the next experiment. The tamper check before the stage saw a real directory.
@@ -1292,7 +1292,7 @@ std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build) const {
   if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
   box.devices = nvidia_devices();
   box.network = config_.sandbox.network;
-  return ard::sandbox_wrapper(box);
+  return ard::sandbox_wrapper(box, command);
 }
 
 void Engine::record_group(int64_t id, pid_t pgid) {

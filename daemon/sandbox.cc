@@ -21,11 +21,54 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Mount {
-  std::string option;  ///< --ro-bind, --bind, --dev-bind, --proc, --dev, --tmpfs
-  fs::path path;
+  std::string option;  ///< --ro-bind, --bind, --dev-bind, --proc, --dev, --tmpfs, --symlink
+  fs::path path;       ///< where it appears inside
   uint64_t size = 0;   ///< a --tmpfs's size cap in bytes (--size), 0: none
+  fs::path source = {};     ///< a bind's host path or a symlink's target when not `path` itself
+  bool remount_ro = false;  ///< a --tmpfs made read-only once mounted (an empty dir hiding what was there)
   size_t depth() const { return static_cast<size_t>(std::distance(path.begin(), path.end())); }
 };
+
+/// The host's system, read-only: programs, libraries and their configuration, the CUDA toolkit
+/// (under /usr/local or /opt), and /sys for the GPU driver. A top-level link (merged /usr:
+/// /bin -> usr/bin) is made as the same link inside.
+constexpr const char* kSystemPaths[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                                        "/etc", "/opt", "/sys"};
+/// Secrets under the system paths that no build or stage needs: hidden (a file behind /dev/null,
+/// a directory behind an empty read-only tmpfs).
+constexpr const char* kHiddenPaths[] = {"/etc/shadow",  "/etc/shadow-",  "/etc/gshadow",     "/etc/gshadow-",
+                                        "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh",        "/etc/ssl/private",
+                                        "/etc/credstore", "/etc/credstore.encrypted", "/etc/wireguard"};
+
+/// The mounts that make the host's system visible (existing paths only).
+std::vector<Mount> system_mounts(const std::vector<fs::path>& extra_read_only) {
+  std::vector<Mount> out;
+  std::error_code ec;
+  for (const char* p : kSystemPaths) {
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (ec || !fs::exists(st)) continue;
+    if (fs::is_symlink(st)) {
+      out.push_back({"--symlink", p, 0, fs::read_symlink(p, ec)});
+      if (ec) out.pop_back();
+    } else if (fs::is_directory(st)) {
+      out.push_back({"--ro-bind", p});
+    }
+  }
+  for (const auto& p : extra_read_only)
+    if (fs::exists(p, ec)) out.push_back({"--ro-bind", fs::weakly_canonical(p)});
+  for (const char* p : kHiddenPaths) {
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (ec || !fs::exists(st)) continue;
+    if (fs::is_directory(st)) out.push_back({"--tmpfs", p, 0, {}, true});
+    else if (fs::is_regular_file(st)) out.push_back({"--ro-bind", p, 0, "/dev/null"});
+  }
+  return out;
+}
+
+bool is_under(const fs::path& p, const fs::path& dir) {
+  const auto rel = p.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != "..";
+}
 
 fs::path absolute_path(const fs::path& p, const char* what) {
   if (p.empty() || p.is_relative())
@@ -35,53 +78,19 @@ fs::path absolute_path(const fs::path& p, const char* what) {
   return fs::weakly_canonical(p);
 }
 
-/// "gitdir: <path>" from a worktree's .git file, resolved against its directory.
-std::optional<fs::path> read_gitdir(const fs::path& dot_git) {
-  std::ifstream in(dot_git);
-  std::string line;
-  if (!in || !std::getline(in, line) || !line.starts_with("gitdir: ")) return std::nullopt;
-  fs::path dir = line.substr(8);
-  if (dir.is_relative()) dir = dot_git.parent_path() / dir;
-  return fs::weakly_canonical(dir);
-}
-
-/// The worktree's git metadata: its .git (a file in a linked worktree), the
-/// directory that file points to, and the repository's common directory. None of
-/// it may change from inside: a changed ref, config or hook would outlive the child.
-std::vector<fs::path> git_metadata(const fs::path& worktree) {
-  std::vector<fs::path> out;
-  fs::path dot_git = worktree / ".git";
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(dot_git, ec))) return out;
-  out.push_back(dot_git);
-  if (!fs::is_regular_file(dot_git, ec)) return out;
-  auto gitdir = read_gitdir(dot_git);
-  if (!gitdir || !fs::is_directory(*gitdir, ec)) return out;
-  out.push_back(*gitdir);
-  std::ifstream common(*gitdir / "commondir");
-  std::string line;
-  if (common && std::getline(common, line) && !line.empty()) {
-    fs::path dir = line;
-    if (dir.is_relative()) dir = *gitdir / dir;
-    if (fs::is_directory(dir, ec)) out.push_back(fs::weakly_canonical(dir));
-  }
-  return out;
-}
-
-/// The existing paths under /tmp that the command names (argv words, and the
-/// words of a shell command line in them), which the tmpfs on /tmp would hide:
-/// a tool or a repo in /tmp (a clone there, a test's temporary directory) is
-/// bound back read-only so the command finds what it names.
-std::vector<fs::path> named_tmp_paths(const std::vector<std::string>& argv) {
+/// The existing absolute paths that the command names (argv words, and the
+/// words of a shell command line in them), other than / itself: a tool or a
+/// data file the user's command names by its path (in a clone under /tmp, in
+/// a home directory) is bound read-only so the command finds it.
+std::vector<fs::path> named_paths(const std::vector<std::string>& argv) {
   std::vector<fs::path> out;
   for (const auto& arg : argv) {
     std::string word;
     auto flush = [&] {
-      if (word.rfind("/tmp/", 0) == 0) {
+      if (word.size() > 1 && word[0] == '/') {
         std::error_code ec;
         fs::path p = fs::weakly_canonical(word, ec);
-        if (!ec && p.string().rfind("/tmp/", 0) == 0 && fs::exists(p, ec) &&
-            std::find(out.begin(), out.end(), p) == out.end())
+        if (!ec && p != "/" && fs::exists(p, ec) && std::find(out.begin(), out.end(), p) == out.end())
           out.push_back(p);
       }
       word.clear();
@@ -101,8 +110,10 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
   if (spec.argv.empty()) throw std::invalid_argument("sandbox: empty command");
   const fs::path worktree = absolute_path(spec.worktree, "the worktree");
 
-  std::vector<Mount> mounts = {
-      {"--ro-bind", "/"}, {"--proc", "/proc"}, {"--dev", "/dev"}, {"--tmpfs", "/tmp", spec.tmp_bytes}};
+  std::vector<fs::path> extra_system;
+  for (const auto& p : spec.system_read_only) extra_system.push_back(absolute_path(p, "a read-only system path"));
+  std::vector<Mount> mounts = system_mounts(extra_system);
+  mounts.insert(mounts.end(), {{"--proc", "/proc"}, {"--dev", "/dev"}, {"--tmpfs", "/tmp", spec.tmp_bytes}});
   for (const auto& d : spec.devices) mounts.push_back({"--dev-bind", absolute_path(d, "a device")});
 
   const fs::path scratch = absolute_path(spec.scratch, "the scratch dir");
@@ -110,7 +121,15 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
   if (spec.scratch_bytes > 0) mounts.push_back({"--tmpfs", scratch, spec.scratch_bytes});
   else writable.push_back(scratch);
   for (const auto& p : spec.extra_rw) writable.push_back(absolute_path(p, "a writable dir"));
-  std::vector<fs::path> read_only = git_metadata(worktree);
+  // The worktree's own .git (a linked worktree's file naming its gitdir) stays as it is; the
+  // gitdir and the repository behind it are not bound, so git's objects, index and config (a
+  // staged file, a hook) are out of sight. Where the worktree is a repository itself, its .git
+  // directory is hidden behind an empty read-only tmpfs.
+  std::vector<fs::path> read_only;
+  std::error_code git_ec;
+  const fs::path dot_git = worktree / ".git";
+  const bool git_dir_inside = fs::is_directory(fs::symlink_status(dot_git, git_ec));
+  if (!git_dir_inside && fs::exists(fs::symlink_status(dot_git, git_ec))) read_only.push_back(dot_git);
   for (const auto& p : spec.read_only) read_only.push_back(absolute_path(p, "a read-only dir"));
 
   for (const auto& w : writable)
@@ -119,13 +138,14 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
 
   for (const auto& w : writable) mounts.push_back({"--bind", w});
   for (const auto& r : read_only) mounts.push_back({"--ro-bind", r});
-  // What the command names under /tmp, unless a writable dir already holds it.
-  for (const auto& p : named_tmp_paths(spec.argv)) {
-    bool inside = false;
-    for (const auto& w : writable) {
-      auto rel = p.lexically_relative(w);
-      inside = inside || (!rel.empty() && *rel.begin() != "..");
-    }
+  if (git_dir_inside) mounts.push_back({"--tmpfs", dot_git, 0, {}, true});
+  // What the command names, unless a bound path already holds it (inside the worktree it is
+  // writable already; under /usr it is there already).
+  for (const auto& p : named_paths(spec.argv)) {
+    bool inside = is_under(p, "/proc") || is_under(p, "/dev");
+    for (const auto& m : mounts)
+      inside = inside || ((m.option == "--ro-bind" || m.option == "--bind") && m.source.empty() &&
+                          (p == m.path || is_under(p, m.path)));
     if (!inside) mounts.push_back({"--ro-bind", p});
   }
   // Deeper paths are mounted later, so they win over their parents; at equal depth
@@ -139,8 +159,10 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
   for (const auto& m : mounts) {
     if (m.size > 0) argv.insert(argv.end(), {"--size", std::to_string(m.size)});
     argv.push_back(m.option);
-    if (m.option == "--ro-bind" || m.option == "--bind" || m.option == "--dev-bind") argv.push_back(m.path.string());
+    if (m.option == "--ro-bind" || m.option == "--bind" || m.option == "--dev-bind" || m.option == "--symlink")
+      argv.push_back((m.source.empty() ? m.path : m.source).string());
     argv.push_back(m.path.string());
+    if (m.remount_ro) argv.insert(argv.end(), {"--remount-ro", m.path.string()});
   }
   argv.push_back("--chdir");
   argv.push_back(spec.cwd.empty() ? worktree.string() : absolute_path(spec.cwd, "the working directory").string());
@@ -158,21 +180,26 @@ std::vector<fs::path> nvidia_devices(const fs::path& dev) {
   return out;
 }
 
-std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& bwrap) {
-  spec.argv = {"/bin/sh"};
+std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& command, const std::string& bwrap) {
+  spec.argv = {"/bin/sh", "-c", command};
   std::vector<std::string> argv = sandbox_argv(spec, bwrap);
-  argv.pop_back();  // the runner appends the shell and its gate
+  argv.resize(argv.size() - spec.argv.size());  // the runner appends the shell, its gate and the command
   return argv;
 }
 
 std::optional<std::string> sandbox_unavailable(const std::string& bwrap) {
   const std::string fix = "install bubblewrap (apt-get install bubblewrap), or set [sandbox] mode = \"off\"";
-  // The smallest sandbox with every namespace and mount kind the real one uses.
+  // The smallest sandbox with every namespace and mount kind the real one uses: the system
+  // mounts as every child gets them, then /proc, /dev and /tmp.
   std::vector<std::string> args = {bwrap,           "--die-with-parent", "--unshare-pid", "--unshare-ipc",
-                                   "--unshare-uts", "--unshare-net",     "--cap-drop",    "ALL",
-                                   "--ro-bind",     "/",                 "/",             "--proc",
-                                   "/proc",         "--dev",             "/dev",          "--tmpfs",
-                                   "/tmp",          "--",                "/bin/true"};
+                                   "--unshare-uts", "--unshare-net",     "--cap-drop",    "ALL"};
+  for (const auto& m : system_mounts({})) {
+    args.push_back(m.option);
+    if (m.option != "--tmpfs") args.push_back((m.source.empty() ? m.path : m.source).string());
+    args.push_back(m.path.string());
+    if (m.remount_ro) args.insert(args.end(), {"--remount-ro", m.path.string()});
+  }
+  args.insert(args.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "/bin/true"});
   std::vector<char*> cargs;
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);

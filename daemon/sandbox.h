@@ -4,13 +4,17 @@
 //
 // Inside: its own PID, IPC and UTS namespaces (and network unless allowed), a
 // fresh /proc that shows only the sandbox's processes, a minimal /dev with the
-// GPU's /dev/nvidia* devices, a tmpfs /tmp (and scratch) with a size cap (with
-// the paths under /tmp that the command names bound back read-only, so a clone
-// or a tool in /tmp still runs), the whole filesystem read-only, and only the
-// listed directories writable. Every capability is dropped, so a child
-// run as root cannot remount anything writable. When the sandbox's first process
-// exits or is killed, the kernel kills every process left in its PID namespace,
-// setsid or not; --die-with-parent does the same when the runner dies.
+// GPU's /dev/nvidia* devices, a tmpfs /tmp (and scratch) with a size cap, and of
+// the host's files only these: the system read-only (/usr, /bin, /sbin, /lib*,
+// /etc without its secrets, /opt, /sys, and any path [sandbox] read_only adds),
+// the worktree and its scratch writable, the paths the caller lists read-only
+// (the data, the build output for a stage), and what the command names by an
+// absolute path, read-only. Not the user's home, not the repository around the
+// worktree, not its .git, not other slots, not the daemon's state. Every
+// capability is dropped, so a child run as root cannot remount anything
+// writable. When the sandbox's first process exits or is killed, the kernel kills
+// every process left in its PID namespace, setsid or not; --die-with-parent does
+// the same when the runner dies.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +36,9 @@ struct SandboxSpec {
   /// host's disk); 0: the directory itself, bound writable.
   uint64_t scratch_bytes = 0;
   std::vector<std::filesystem::path> extra_rw;    ///< writable too (the data cache, for prepare only)
-  std::vector<std::filesystem::path> read_only;   ///< kept read-only even under a writable dir (the repo's .git)
+  std::vector<std::filesystem::path> read_only;   ///< bound read-only, also under a writable dir (the build output)
+  /// More of the host's system, read-only (`sandbox.read_only`: a toolchain outside /usr and /opt).
+  std::vector<std::filesystem::path> system_read_only;
   std::vector<std::filesystem::path> devices;     ///< device nodes bound in (nvidia_devices())
   bool network = false;                           ///< false: an empty network namespace (no loopback peers)
   std::filesystem::path cwd;                      ///< the child's working directory; the worktree if empty
@@ -41,18 +47,20 @@ struct SandboxSpec {
 
 /// The full argv: `bwrap <options> -- <spec.argv...>`. Mounts are ordered by
 /// path depth (a deeper path is mounted later and wins), read-only before writable
-/// at equal depth, so a read-only path inside a writable one (the repo's .git
-/// when the worktree is the repo, the worktree's .git file) stays read-only.
-/// The worktree's git metadata (its .git file, the gitdir it points to and the
-/// repository's common dir) is always read-only. A writable dir inside a read-only
-/// one is writable (the deeper mount wins): the caller lists what it means.
-/// Throws std::invalid_argument for a relative path, an empty argv, or a path
-/// that is both writable and read-only.
+/// at equal depth, so a read-only path inside a writable one stays read-only. The
+/// worktree's .git file (a linked worktree's) is read-only; the gitdir it names
+/// and the repository behind it are not bound at all; a .git directory in the
+/// worktree is hidden behind an empty read-only tmpfs. A writable dir inside a
+/// read-only one is writable (the deeper mount wins): the caller lists what it
+/// means. Throws std::invalid_argument for a relative path, an empty argv, or a
+/// path that is both writable and read-only.
 std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string& bwrap = "bwrap");
 
 /// sandbox_argv for a child that the runner starts as `/bin/sh -c <command>`
-/// behind it: the argv up to and including `--` (spec.argv is ignored).
-std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& bwrap = "bwrap");
+/// behind it: the argv up to and including `--` (spec.argv is ignored; the paths
+/// that command names are bound as sandbox_argv binds them).
+std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& command,
+                                         const std::string& bwrap = "bwrap");
 
 /// The /dev/nvidia* entries under dev (the GPU's device nodes and nvidia-caps).
 std::vector<std::filesystem::path> nvidia_devices(const std::filesystem::path& dev = "/dev");

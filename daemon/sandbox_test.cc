@@ -43,7 +43,6 @@ struct RepoWithWorktree {
     SandboxSpec s;
     s.worktree = worktree;
     s.scratch = scratch;
-    s.read_only = {repo, repo / ".git"};  // the user's repo around the worktree, and its .git
     s.argv = std::move(argv);
     return s;
   }
@@ -112,28 +111,28 @@ ptrdiff_t index_of(const std::vector<std::string>& argv, const std::vector<std::
   return it == argv.end() ? -1 : it - argv.begin();
 }
 
-TEST(SandboxArgv, ReadOnlyGitAfterWritableWorktreeInsideTheRepo) {
+TEST(SandboxArgv, TheSystemReadOnlyTheWorktreeWritableAndTheRepositoryNotBound) {
   RepoWithWorktree r;
   SandboxSpec s = r.spec({"true"});
   auto argv = sandbox_argv(s);
   const std::string wt = r.worktree.string(), repo = r.repo.string();
-  ptrdiff_t root = index_of(argv, {"--ro-bind", "/", "/"});
-  ptrdiff_t repo_ro = index_of(argv, {"--ro-bind", repo, repo});
+  EXPECT_EQ(index_of(argv, {"--ro-bind", "/", "/"}), -1);  // not the whole host
+  ptrdiff_t usr = index_of(argv, {"--ro-bind", "/usr", "/usr"});
+  ptrdiff_t etc = index_of(argv, {"--ro-bind", "/etc", "/etc"});
   ptrdiff_t wt_rw = index_of(argv, {"--bind", wt, wt});
   ptrdiff_t wt_git_ro = index_of(argv, {"--ro-bind", wt + "/.git", wt + "/.git"});
-  ptrdiff_t git_ro = index_of(argv, {"--ro-bind", repo + "/.git", repo + "/.git"});
-  ptrdiff_t gitdir_ro = index_of(argv, {"--ro-bind", repo + "/.git/worktrees/t", repo + "/.git/worktrees/t"});
   ptrdiff_t tmp = index_of(argv, {"--tmpfs", "/tmp"});
   ptrdiff_t scratch_rw = index_of(argv, {"--bind", r.scratch.string(), r.scratch.string()});
-  ASSERT_EQ(root, 6 + 4);  // after the namespace options; first mount
-  ASSERT_GE(repo_ro, 0);
+  ASSERT_GE(usr, 0);
+  ASSERT_GE(etc, 0);
   ASSERT_GE(wt_git_ro, 0);
-  ASSERT_GE(git_ro, 0);
-  ASSERT_GE(gitdir_ro, 0);
-  EXPECT_LT(repo_ro, wt_rw);      // the repo read-only, then the worktree writable over it
-  EXPECT_LT(wt_rw, wt_git_ro);    // then the worktree's .git file read-only over that
-  EXPECT_LT(repo_ro, git_ro);     // and the repo's .git read-only over the repo
+  EXPECT_LT(wt_rw, wt_git_ro);    // the worktree writable, then its .git file read-only over it
   EXPECT_LT(tmp, scratch_rw);     // a scratch under /tmp is not hidden by the tmpfs
+  // Neither the repository around the worktree nor the git metadata the .git file points to.
+  for (const std::string& hidden : {repo, repo + "/.git", repo + "/.git/worktrees/t", repo + "/.autoresearchd"})
+    EXPECT_EQ(index_of(argv, {hidden}), -1) << hidden;
+  if (fs::is_symlink("/bin")) EXPECT_GE(index_of(argv, {"--symlink", fs::read_symlink("/bin").string(), "/bin"}), 0);
+  if (fs::exists("/etc/shadow")) EXPECT_GT(index_of(argv, {"--ro-bind", "/dev/null", "/etc/shadow"}), etc);
   EXPECT_EQ(argv.back(), "true");
   for (const char* opt : {"--unshare-pid", "--die-with-parent", "--unshare-ipc", "--unshare-uts", "--unshare-net",
                           "--new-session"})
@@ -141,6 +140,15 @@ TEST(SandboxArgv, ReadOnlyGitAfterWritableWorktreeInsideTheRepo) {
   EXPECT_GE(index_of(argv, {"--cap-drop", "ALL"}), 0);
   EXPECT_GE(index_of(argv, {"--proc", "/proc"}), 0);
   EXPECT_GE(index_of(argv, {"--chdir", wt}), 0);
+  // sandbox.read_only adds a path; the wrapper binds what its command names.
+  testing::TempDir tools;
+  s.system_read_only = {tools.path()};
+  EXPECT_GE(index_of(sandbox_argv(s), {"--ro-bind", tools.path().string(), tools.path().string()}), 0);
+  s.system_read_only.clear();
+  testing::write_file(tools / "tool", "");
+  auto wrapper = sandbox_wrapper(s, (tools / "tool").string() + " --flag");
+  EXPECT_EQ(wrapper.back(), "--");
+  EXPECT_GE(index_of(wrapper, {"--ro-bind", (tools / "tool").string(), (tools / "tool").string()}), 0);
 }
 
 TEST(SandboxArgv, NetworkOnlyWhenAskedAndNvidiaDevicesBound) {
@@ -345,6 +353,37 @@ TEST(SandboxFiles, WritableDirsOnlyAndTheRepoGitUntouchable) {
   // The control: the same script outside the sandbox does change the repo's config.
   auto unboxed = run({"sh", "-c", "git -C " + repo + " config core.fsmonitor 'touch /tmp/pwned' && echo fsmonitor-set"});
   EXPECT_EQ(unboxed.out, "fsmonitor-set\n");
+}
+
+// What a stage can read: the system, its worktree, scratch and what it was given. Not the
+// user's home, the repository around the worktree (its other files, a staged file in its
+// index, its config), another slot, or the system's secrets; each read prints its name when
+// it works. The control reads them all outside the sandbox.
+TEST(SandboxFiles, AStageReadsTheSystemAndItsOwnFilesOnly) {
+  REQUIRE_BWRAP();
+  RepoWithWorktree r;
+  testing::TempDir home;
+  testing::write_file(home / ".bashrc", "export SECRET=1\n");
+  testing::write_file(r.repo / "notes.txt", "uncommitted\n");
+  testing::write_file(r.repo / "staged.txt", "staged secret\n");
+  ASSERT_EQ(shell("git -C " + sh_quote(r.repo.string()) + " add staged.txt").code, 0);
+  testing::write_file(r.repo / ".autoresearchd/worktrees/other/trainer/train.cu", "another slot\n");
+  std::string reads;
+  for (const fs::path& p : {home / ".bashrc", r.repo / "notes.txt", r.repo / ".git/index", r.repo / ".git/config",
+                            r.repo / ".autoresearchd/worktrees/other/trainer/train.cu"})
+    reads += "cat " + sh_quote(p.string()) + " >/dev/null 2>&1 && echo read " + sh_quote(p.filename().string()) + "\n";
+  if (fs::exists("/etc/shadow")) reads += "test -s /etc/shadow && echo read shadow\n";
+  const std::string own = "cat trainer/train.cu >/dev/null && touch " + sh_quote((r.scratch / "s").string()) +
+                          " && head -c 1 /etc/passwd >/dev/null && /usr/bin/env true && echo own files ok\n";
+  // The reads are in the worktree's code, as an edit would make them: the command names none of
+  // those paths (a path the user's command names is bound, by design).
+  testing::write_file(r.worktree / "reads.sh", reads + own);
+  auto boxed = run(sandbox_argv(r.spec({"sh", "reads.sh"})));
+  EXPECT_EQ(boxed.out, "own files ok\n");
+  auto unboxed = run({"sh", "-c", reads});
+  EXPECT_NE(unboxed.out.find("read notes.txt\n"), std::string::npos) << unboxed.out;
+  EXPECT_NE(unboxed.out.find("read index\n"), std::string::npos) << unboxed.out;
+  EXPECT_NE(unboxed.out.find("read train.cu\n"), std::string::npos) << unboxed.out;
 }
 
 // A clone or a tool under /tmp: the tmpfs on /tmp would hide it, so the paths

@@ -643,7 +643,9 @@ TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {
   std::string cache = (dir / "cache").string();
   std::string data = "prepare = \"" + (dir / "fake_prepare.sh").string() + "\"\ntrain = [\"../corpus/train.jsonl\"]\n" +
                      "val = [\"../corpus/val.jsonl\"]\ncache = \"" + cache + "\"\nfetch = false\n";
-  write_config(10, "", data);
+  // The prepare script runs a tool its command line does not name: the sandbox shows it only
+  // through sandbox.read_only, as a user with a tool outside the system paths would list it.
+  write_config(10, "[sandbox]\nread_only = [\"" + std::filesystem::path(kFake).parent_path().string() + "\"]\n", data);
   write_script(nlohmann::json::array());
 
   auto prepared = daemon("prepare");
