@@ -13,9 +13,11 @@
 //   decision_sim --b B [--a A] [--nights N] [--count N] [--seed S]
 //                [--speeds 0.95,0.98,1.00,1.03] [--budget S] [--every N]
 //                [--z Z] [--confirmations N] [--candidates-out FILE]
+//                [--discard-below K] [--settle-df N]
 //
 // --every, --z and --confirmations default to the shipped [noise] and [keep]
-// settings (daemon/config.h).
+// settings (daemon/config.h); --discard-below and --settle-df to the keep
+// rule's and the engine's constants (keep_rule.h, noise_rounds.h).
 //
 // --candidates-out writes the first night's candidates (effect, lines added,
 // lines removed), the script a scripted proposer replays when the benchmark
@@ -36,6 +38,7 @@
 #include "daemon/config.h"
 #include "daemon/keep_rule.h"
 #include "daemon/noise.h"
+#include "daemon/noise_rounds.h"
 #include "tests/daemon/fake_board.h"
 
 namespace {
@@ -49,6 +52,8 @@ struct Options {
   double budget_s = 300;
   ard::Config config;  ///< the shipped defaults of [noise] and [keep]; flags override some
   std::string candidates_out;
+  std::optional<double> discard_below;  ///< --discard-below: overrides the keep rule's
+  int settle_df = 0;                    ///< --settle-df: overrides settle_noise_df (0: the engine's)
 };
 
 struct Candidate {
@@ -158,7 +163,15 @@ class Night {
   void play(const std::vector<Candidate>& candidates, Tally& t) {
     noise_round(t);  // calibrate at scale 1
     noise_round(t);  // σ at the calibrated scales
-    const ard::KeepSettings settings = ard::keep_settings(o_.config);
+    // Then, as the engine does, more rounds until σ rests on the settle df (noise_rounds.h).
+    const int settle_df = o_.settle_df > 0 ? o_.settle_df : ard::settle_noise_df(static_cast<int>(o_.speeds.size()));
+    for (int r = 1; r < ard::kMaxSettleRounds; ++r) {
+      const auto n = ard::pooled_noise(groups_after_calibration());
+      if (n && n->df >= settle_df) break;
+      noise_round(t);
+    }
+    ard::KeepSettings settings = ard::keep_settings(o_.config);
+    if (o_.discard_below) settings.discard_below = *o_.discard_below;
     const int gpu_count = static_cast<int>(o_.speeds.size());
     int since_round = 0;
     std::vector<std::string> gpus;
@@ -270,6 +283,8 @@ Options parse(int argc, char** argv) {
       else if (flag == "--z") o.config.noise.z = std::stod(value);
       else if (flag == "--confirmations") o.config.keep.confirmations = std::stoi(value);
       else if (flag == "--candidates-out") o.candidates_out = value;
+      else if (flag == "--discard-below") o.discard_below = std::stod(value);
+      else if (flag == "--settle-df") o.settle_df = std::stoi(value);
       else throw std::invalid_argument("unknown flag");
     } catch (const std::exception&) {
       std::fprintf(stderr, "decision_sim: %s: bad flag or value '%s'\n", flag.c_str(), value.c_str());
