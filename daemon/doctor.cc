@@ -9,8 +9,11 @@
 
 #include <stdlib.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -261,6 +264,85 @@ Check check_sandbox(const Config& config) {
   return ok("sandbox", "bwrap creates the sandbox's namespaces");
 }
 
+namespace {
+
+/// The words a shell command line runs by name: the first word of each simple command
+/// (split at ;, &, | and newlines), past VAR=value assignments; words with a / are paths
+/// (bound or in the worktree) and are left out, as are the shell's own words.
+std::vector<std::string> command_names(const std::string& command) {
+  static const std::vector<std::string> shell_words = {"cd", "exec", "export", "set", "test", "[", "true", "false",
+                                                       "echo", "if", "then", "else", "fi", "for", "do", "done",
+                                                       "while", "case", "esac", "{", "}", "(", ")", "!", "time"};
+  std::vector<std::string> names;
+  std::string segment;
+  auto flush = [&] {
+    std::istringstream words(segment);
+    std::string w;
+    while (words >> w && w.find('=') != std::string::npos && w.find('/') == std::string::npos) {
+    }
+    if (!w.empty() && w.find('/') == std::string::npos && w.find('{') == std::string::npos &&
+        std::find(shell_words.begin(), shell_words.end(), w) == shell_words.end() &&
+        std::find(names.begin(), names.end(), w) == names.end())
+      names.push_back(w);
+    segment.clear();
+  };
+  for (char ch : command) {
+    if (ch == ';' || ch == '&' || ch == '|' || ch == '\n' || ch == '(' || ch == ')') flush();
+    else segment += ch;
+  }
+  flush();
+  return names;
+}
+
+}  // namespace
+
+Check check_sandbox_tools(const Config& config) {
+  if (config.sandbox.mode == "off") return skipped("sandbox tools", "not checked ([sandbox] mode = \"off\")");
+  // The children's PATH (env.pass), as the daemon passes it.
+  const char* path_env = std::find(config.env_pass.begin(), config.env_pass.end(), "PATH") != config.env_pass.end()
+                             ? getenv("PATH")
+                             : nullptr;
+  std::vector<fs::path> dirs;
+  std::istringstream path_list(path_env ? path_env : "");
+  for (std::string d; std::getline(path_list, d, ':');)
+    if (!d.empty() && d[0] == '/') dirs.push_back(d);
+  std::vector<std::string> tools = command_names(config.build_command);
+  for (const auto& st : config.stages)
+    for (const auto& n : command_names(st.command))
+      if (std::find(tools.begin(), tools.end(), n) == tools.end()) tools.push_back(n);
+  for (const char* t : {"nvcc", "cmake", "ninja"})
+    if ((std::string(t) != "nvcc" || !gpu_off(config)) && std::find(tools.begin(), tools.end(), t) == tools.end())
+      tools.push_back(t);
+  std::vector<std::string> differs;
+  for (const auto& tool : tools) {
+    std::optional<fs::path> first, shown;
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      const fs::path candidate = d / tool;
+      if (!fs::is_regular_file(candidate, ec) || access(candidate.c_str(), X_OK) != 0) continue;
+      if (!first) first = candidate;
+      if (sandbox_shows(candidate, config.sandbox.read_only)) {
+        shown = candidate;
+        break;
+      }
+    }
+    if (!first) continue;  // not on PATH at all: the tool's own check, or the build, says so
+    if (!shown)
+      return failed("sandbox tools",
+                    "`" + tool + "` is on PATH only as " + first->string() + ", which the sandbox does not show",
+                    "add " + first->parent_path().string() + " (or the directory of its install) to [sandbox] "
+                    "read_only in autoresearch.toml");
+    if (*shown != *first) differs.push_back("`" + tool + "` runs as " + shown->string() + ", not " + first->string());
+  }
+  if (!differs.empty()) {
+    std::string line = "inside the sandbox ";
+    for (size_t i = 0; i < differs.size(); ++i) line += (i ? "; " : "") + differs[i];
+    return failed("sandbox tools", line + " (that directory is not shown)",
+                  "add the directory to [sandbox] read_only if the builds and stages need that one", false);
+  }
+  return ok("sandbox tools", std::to_string(tools.size()) + " tool(s) the commands run are visible in the sandbox");
+}
+
 Check check_llm_key(const Config& config) {
   if (config.proposer_kind != "llm") return skipped("llm key", "no LLM used (proposer.kind = \"" + config.proposer_kind + "\")");
   llm::LlmConfig c;
@@ -313,8 +395,8 @@ std::vector<Check> run_checks(const Config& config, ProcessRunner& runner) {
   Probe probe(config, runner);
   return {check_gpu(config, probe),   check_nvcc(config, probe),   check_cmake(config, probe),
           check_ninja(config, probe), check_cache_disk(config),    check_state_disk(config),
-          check_data(config),         check_sandbox(config),        check_llm_key(config),
-          check_llm_server(config)};
+          check_data(config),         check_sandbox(config),        check_sandbox_tools(config),
+          check_llm_key(config),      check_llm_server(config)};
 }
 
 int print_checks(const std::vector<Check>& checks, std::ostream& out) {

@@ -64,6 +64,12 @@ Check check_data(const Config& config);
 /// bwrap's probe, the one `start` refuses on (sandbox_unavailable): a failure
 /// blocks under [sandbox] mode = "bwrap"; skipped under "off".
 Check check_sandbox(const Config& config);
+/// The tools the commands run by name (their first words, nvcc, cmake, ninja), found
+/// on the children's PATH as the sandbox shows it: one that only a hidden directory
+/// holds (a toolchain under the home) blocks, naming sandbox.read_only as the fix;
+/// one that the sandbox finds elsewhere on PATH than the user's shell does is a
+/// warning. Skipped under mode "off".
+Check check_sandbox_tools(const Config& config);
 Check check_llm_key(const Config& config);
 /// GET the model list (OpenAI: {base_url}/models; Anthropic: /v1/models).
 Check check_llm_server(const Config& config);

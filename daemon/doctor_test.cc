@@ -256,20 +256,47 @@ TEST_F(Doctor, AllChecksPrintOneLineEachAndOnlyNeededFailuresFail) {
   stub("bwrap", "exit 0");
   write_file(tmp / "t.jsonl", "{}\n");
   Config c = config("[data]\ntrain = [\"" + (tmp / "t.jsonl").string() + "\"]\nval = [\"" + (tmp / "t.jsonl").string() +
-                    "\"]\ncache = \"" + (tmp / "cache").string() + "\"\n");
+                    "\"]\ncache = \"" + (tmp / "cache").string() + "\"\n" +
+                    // the stubs are this test's toolchain, outside the system paths
+                    "[sandbox]\nread_only = [\"" + (tmp / "bin").string() + "\"]\n");
   auto checks = run_checks(c, runner);
   std::ostringstream out;
   EXPECT_EQ(print_checks(checks, out), 0) << out.str();
   std::vector<std::string> names;
   for (const auto& k : checks) names.push_back(k.name);
   EXPECT_EQ(names, (std::vector<std::string>{"gpu", "nvcc", "cmake", "ninja", "disk", "disk", "data", "sandbox",
-                                             "llm key", "llm server"}));
+                                             "sandbox tools", "llm key", "llm server"}));
   std::string text = out.str();
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 10) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 11) << text;
   std::filesystem::remove(tmp / "bin/nvidia-smi");
   std::ostringstream again;
   EXPECT_EQ(print_checks(run_checks(c, runner), again), 1);
   EXPECT_THAT(again.str(), StartsWith("\u2717 gpu: no GPU visible"));
+}
+
+// A tool the commands run by name that only a directory the sandbox hides holds (here the
+// test's PATH under /tmp; for a user, a toolchain under the home) blocks, naming the fix;
+// sandbox.read_only shows it; one the sandbox finds elsewhere on PATH is a warning.
+TEST_F(Doctor, AToolTheSandboxCannotSeeBlocksWithTheFix) {
+  stub("mytool", "exit 0");
+  const std::string bin = (tmp / "bin").string();
+  const std::string build = "[build]\ncommand = \"mkdir -p build && FOO=1 mytool build\"\n";
+  Check hidden = check_sandbox_tools(config(build));
+  EXPECT_TRUE(hidden.blocks());
+  EXPECT_EQ(hidden.text(), "\u2717 sandbox tools: `mytool` is on PATH only as " + bin +
+                               "/mytool, which the sandbox does not show; fix: add " + bin +
+                               " (or the directory of its install) to [sandbox] read_only in autoresearch.toml");
+  Check listed = check_sandbox_tools(config(build + "[sandbox]\nread_only = [\"" + bin + "\"]\n"));
+  EXPECT_FALSE(listed.blocks());
+  EXPECT_THAT(listed.text(), StartsWith("\u2713 sandbox tools: "));
+  EXPECT_FALSE(check_sandbox_tools(config(build + "[sandbox]\nmode = \"off\"\n")).blocks());
+
+  // env is in /usr/bin too: the sandbox runs that one, which is worth a warning, not a refusal.
+  stub("env", "exit 0");
+  ScopedEnv both("PATH", bin + ":/usr/bin");
+  Check elsewhere = check_sandbox_tools(config("[build]\ncommand = \"env make\"\n"));
+  EXPECT_FALSE(elsewhere.blocks());
+  EXPECT_THAT(elsewhere.text(), HasSubstr("`env` runs as /usr/bin/env, not " + bin + "/env"));
 }
 
 }  // namespace

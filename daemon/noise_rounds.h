@@ -37,7 +37,7 @@ inline constexpr double kRecalibrateTolerance = 0.002;
 /// 300 s a run), and the keep rule's margin (Student's t on σ's df,
 /// noise.h) pays for the rest of σ's roughness until the night's repeats
 /// refine it.
-inline constexpr int kSettleNoiseDf = 7;
+inline constexpr int kSettleNoiseDf = 11;
 inline constexpr int kMaxSettleRounds = 3;
 inline constexpr int settle_noise_df(int gpus) { return gpus < 2 ? kMinNoiseDf : kSettleNoiseDf; }
 

@@ -171,6 +171,23 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
   return argv;
 }
 
+bool sandbox_shows(const fs::path& path, const std::vector<std::string>& extra_read_only) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(path, ec);
+  if (ec) return false;
+  for (const char* h : kHiddenPaths)
+    if (p == h || is_under(p, h)) return false;
+  for (const char* s : kSystemPaths) {
+    const fs::path root = fs::weakly_canonical(s, ec);
+    if (!ec && (p == root || is_under(p, root))) return true;
+  }
+  for (const auto& e : extra_read_only) {
+    const fs::path root = fs::weakly_canonical(e, ec);
+    if (!ec && (p == root || is_under(p, root))) return true;
+  }
+  return false;
+}
+
 std::vector<fs::path> nvidia_devices(const fs::path& dev) {
   std::vector<fs::path> out;
   std::error_code ec;

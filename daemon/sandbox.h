@@ -62,6 +62,13 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
 std::vector<std::string> sandbox_wrapper(SandboxSpec spec, const std::string& command,
                                          const std::string& bwrap = "bwrap");
 
+/// Whether the sandbox shows a host path without the caller binding it: true for
+/// a path under the system paths (resolved, so /bin/x is /usr/bin/x on merged
+/// /usr) or under one of extra_read_only (`sandbox.read_only`), and not one of
+/// the hidden secrets. The worktree, the data and what a command names are bound
+/// by the caller and are not considered here.
+bool sandbox_shows(const std::filesystem::path& path, const std::vector<std::string>& extra_read_only);
+
 /// The /dev/nvidia* entries under dev (the GPU's device nodes and nvidia-caps).
 std::vector<std::filesystem::path> nvidia_devices(const std::filesystem::path& dev = "/dev");
 
