@@ -32,7 +32,10 @@ inline constexpr double kRecalibrateTolerance = 0.002;
 /// kMaxSettleRounds times. With several GPUs that is kSettleNoiseDf: with
 /// df = 3 (one round of 4 GPUs) σ̂ is off by more than 40 % one time in ten,
 /// and a σ too large early discards the gains whose re-runs would have
-/// refined it. With one GPU each round is one run, so the target is
+/// refined it; and the keep margin is Student's t on σ's df, so a start on
+/// more df keeps more real gains in the night's first hours (4 boards,
+/// scripts/bench_decisions.sh: 3σ gains kept 0.74 and 0.65 at 7, 0.77 and
+/// 0.76 at 11, for b > 0 and b < 0; one more round of the best at start). With one GPU each round is one run, so the target is
 /// kMinNoiseDf: the baseline runs 4 times at start (df 3; 20 minutes at
 /// 300 s a run), and the keep rule's margin (Student's t on σ's df,
 /// noise.h) pays for the rest of σ's roughness until the night's repeats
