@@ -236,9 +236,11 @@ class Night {
 
  private:
   std::vector<std::vector<double>> groups_after_calibration() const {
-    std::vector<std::vector<double>> groups;  // epoch 0: before the first calibration
+    // Epoch 0 is before the first calibration, except on one board: nothing to calibrate there,
+    // and the engine pools its runs from the start.
+    std::vector<std::vector<double>> groups;
     for (const auto& [key, values] : unselected_)
-      if (key.second > 0) groups.push_back(values);
+      if (key.second > 0 || o_.speeds.size() == 1) groups.push_back(values);
     return groups;
   }
 
