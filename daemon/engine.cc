@@ -202,12 +202,20 @@ int Engine::run() {
   state_.create();
   repo_ = std::make_unique<GitRepo>(config_.repo);
   repo_->exclude("/.autoresearchd/");
+  // SIGTERM and SIGINT are taken from here on: open_slots looks at them between checkouts,
+  // which take seconds with many GPUs and a deep lookahead.
+  signals_.async_wait([this](const boost::system::error_code& e, int sig) {
+    if (!e) on_signal(sig);
+  });
   // A killed daemon's Slurm jobs are adopted or cancelled, and their results recorded, before reconcile
   // (whatever the executor is now).
   recover_slurm_jobs(config_, store_, slurm_env(env_), state_.root / "slurm", log_);
   if (config_.executor == "slurm") open_slurm();
   reconcile();
-  open_slots();
+  if (!open_slots()) {  // stopped during the checkouts: nothing began; the stop finishes on the loop
+    io_.run();
+    return threads_inside_->load();
+  }
   session_ = store_.begin_session(config_.tag, getpid());
   std::string gpu_list;
   for (const auto& w : workers_) gpu_list += (gpu_list.empty() ? "" : ",") + w.gpu;
@@ -216,9 +224,6 @@ int Engine::run() {
        ", best " + short_id(best_commit_) + ", proposer " + proposer_.name() + ", " +
        (workers_.front().gpu.empty() ? std::string("one worker (no GPU id)")
                                      : std::to_string(workers_.size()) + " GPU worker(s): " + gpu_list));
-  signals_.async_wait([this](const boost::system::error_code& e, int sig) {
-    if (!e) on_signal(sig);
-  });
   if (config_.data.enabled) prepare_data_then_begin();
   else asio::post(io_, [this] { begin(); });
   check_store_file();
@@ -293,18 +298,23 @@ void Engine::reconcile() {
   }
 }
 
-void Engine::open_slots() {
+bool Engine::open_slots() {
   // What an older daemon's children left in the scratch directories goes (they are tmpfs mounts now).
   if (std::string e = remove_tree_nofollow(state_.root / "scratch"); !e.empty()) log_("warning: scratch: " + e);
   // One slot a GPU trains in, one for each candidate built ahead, and one per
   // GPU for the repeat runs (a noise round needs slots while candidates hold theirs).
   size_t n = workers_.size() * (2 + static_cast<size_t>(config_.lookahead));
   for (size_t i = 0; i < n; ++i) {
+    // A signal that came meanwhile is handled now (the loop holds nothing else yet): the stop
+    // ends here, with nothing begun, instead of after every checkout.
+    io_.poll();
+    if (stopping_) return false;
     std::string name = i == 0 ? config_.tag : config_.tag + "+" + std::to_string(i);
     auto path = state_.root / "worktrees" / name;
     // Checking out the best also drops whatever an interrupted experiment left.
     slots_.push_back({path, repo_->open_detached_worktree(name, path, best_commit_, SlotKeep{{config_.build_dir}}), 0});
   }
+  return true;
 }
 
 void Engine::prepare_data_then_begin() {

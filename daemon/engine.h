@@ -163,7 +163,8 @@ class Engine {
 
   // Start and stop.
   void reconcile();
-  void open_slots();
+  /// Checks out every slot; false when a stop came meanwhile (the loop is polled between checkouts).
+  bool open_slots();
   void prepare_data_then_begin();
   void begin();
   void on_signal(int signal);

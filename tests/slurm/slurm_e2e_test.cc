@@ -133,7 +133,10 @@ TEST_F(SlurmE2E, JobsCompleteAndOneThatOverrunsIsCancelled) {
   for (const auto& r : rows) by[r.description] = r;
   EXPECT_EQ(by["baseline"].state, "kept");
   EXPECT_EQ(by["improve"].state, "kept");
-  EXPECT_EQ(by["regress"].state, "discarded");
+  // regress is discarded against improve when it is proposed once improve is the best; when it
+  // was proposed earlier, against the baseline (a matter of timing), its whole-file edit does not
+  // apply onto the new best and it ends as a conflict. Either way it is not kept.
+  EXPECT_THAT(by["regress"].state, ::testing::AnyOf("discarded", "conflict")) << by["regress"].error;
   EXPECT_EQ(by["hang"].state, "timeout");
   EXPECT_THAT(by["hang"].error, HasSubstr("ran past its timeout"));
   // Every trial ran as a recorded job on this cluster's node.
