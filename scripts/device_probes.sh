@@ -51,10 +51,15 @@ run() {
 section "bubblewrap"
 if [ -x "$BWRAP" ]; then
   "$BWRAP" --version
-  # The daemon's shape of sandbox (daemon/sandbox.cc): the root read-only, its own /proc, /dev and
-  # /tmp, the GPU's device files bound in, new PID, IPC, UTS and network namespaces.
-  SANDBOX=("$BWRAP" --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind /tmp/cache /tmp/cache
-           --bind "$SRC" "$SRC" --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent)
+  # The daemon's shape of sandbox (daemon/sandbox.cc): the system read-only (not the whole
+  # root: the secrets of /etc hidden there are left out here), its own /proc, /dev and /tmp, the
+  # GPU's device files bound in, new PID, IPC, UTS and network namespaces.
+  SANDBOX=("$BWRAP")
+  for p in /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc /opt /sys; do
+    if [ -L "$p" ]; then SANDBOX+=(--symlink "$(readlink "$p")" "$p"); elif [ -d "$p" ]; then SANDBOX+=(--ro-bind "$p" "$p"); fi
+  done
+  SANDBOX+=(--dev /dev --proc /proc --tmpfs /tmp --bind /tmp/cache /tmp/cache
+            --bind "$SRC" "$SRC" --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent)
   for d in /dev/nvidia*; do [ -e "$d" ] && SANDBOX+=(--dev-bind "$d" "$d"); done
   if "${SANDBOX[@]}" true 2> "$OUT/bwrap.err"; then echo "bwrap: namespaces made"; else echo "bwrap: $(head -1 "$OUT/bwrap.err")"; SANDBOX=(); fi
 else
