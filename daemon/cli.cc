@@ -401,7 +401,8 @@ int run_cli(int argc, char** argv) {
   show->add_option("ID", show_id, "experiment id")->required()->check(CLI::PositiveNumber);
   CLI::App* exp = app.add_subcommand("export", "the history in results.tsv format");
   common(exp, true);
-  exp->add_flag("--tsv", tsv, "tab-separated: commit, val_bpb, memory_gb, status, description")->required();
+  // TSV is the only format: --tsv is accepted, not required.
+  exp->add_flag("--tsv", tsv, "tab-separated: commit, val_bpb, memory_gb, status, description (the only format)");
   CLI::App* prepare = app.add_subcommand("prepare", "build the trainer and prepare the data; print its data_dir");
   common(prepare, true);
   std::string serve_bind;
