@@ -849,12 +849,9 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
   if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
   if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
-  // A build that made no build directory gets an empty one now, before its listing: the sandbox
-  // binds that directory read-only into every stage, and would otherwise create it itself.
-  const std::filesystem::path out = slots_[c->slot].path / config_.build_dir;
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out, ec);
-  c->build_listing = stat_listing(out);
+  // Listed as the stages will see it: a build that made no build directory gets its empty one
+  // now, not from the stage's sandbox, which would count as a change.
+  c->build_listing = stat_listing(build_output(c->slot));
   c->phase = Phase::kBuilt;
   store_.set_state(id, "built");
   schedule_pump();
@@ -1281,6 +1278,13 @@ void Engine::release(Candidate& c) {
 
 // ---------------------------------------------------------------- helpers
 
+std::filesystem::path Engine::build_output(int slot) const {
+  const std::filesystem::path out = slots_[slot].path / config_.build_dir;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out, ec);
+  return out;
+}
+
 std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build, const std::string& command) const {
   if (config_.sandbox.mode != "bwrap") return {};
   SandboxSpec box;
@@ -1294,10 +1298,7 @@ std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build, const std
   if (!build) {
     // The build is the only writer of its output: a stage runs what was built, and cannot leave
     // a binary for the next experiment. The tamper check before the stage saw a real directory.
-    const std::filesystem::path out = slots_[slot].path / config_.build_dir;
-    std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out);
-    box.read_only.push_back(out);
+    box.read_only.push_back(build_output(slot));
   }
   if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
   box.devices = nvidia_devices();

@@ -248,6 +248,8 @@ class Engine {
   /// and its scratch writable, the data read-only, the build directory
   /// writable for the build alone), ending in `--`; empty with
   /// `sandbox.mode = "off"`.
+  /// The slot's build directory (build.dir), created empty where the build made none.
+  std::filesystem::path build_output(int slot) const;
   std::vector<std::string> sandbox_wrapper(int slot, bool build, const std::string& command) const;
   /// Records a child's group (and its leader's start time) before it runs.
   void record_group(int64_t id, pid_t pgid);

@@ -65,6 +65,16 @@ std::vector<Mount> system_mounts(const std::vector<fs::path>& extra_read_only) {
   return out;
 }
 
+/// A mount as bwrap's options: [--size N] OPTION [SOURCE] PATH [--remount-ro PATH].
+void append_mount(std::vector<std::string>& argv, const Mount& m) {
+  if (m.size > 0) argv.insert(argv.end(), {"--size", std::to_string(m.size)});
+  argv.push_back(m.option);
+  if (m.option == "--ro-bind" || m.option == "--bind" || m.option == "--dev-bind" || m.option == "--symlink")
+    argv.push_back((m.source.empty() ? m.path : m.source).string());
+  argv.push_back(m.path.string());
+  if (m.remount_ro) argv.insert(argv.end(), {"--remount-ro", m.path.string()});
+}
+
 bool is_under(const fs::path& p, const fs::path& dir) {
   const auto rel = p.lexically_relative(dir);
   return !rel.empty() && *rel.begin() != "..";
@@ -156,14 +166,7 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::string
                                    "--unshare-ipc", "--unshare-uts",     "--unshare-cgroup-try"};
   if (!spec.network) argv.push_back("--unshare-net");
   argv.insert(argv.end(), {"--cap-drop", "ALL"});
-  for (const auto& m : mounts) {
-    if (m.size > 0) argv.insert(argv.end(), {"--size", std::to_string(m.size)});
-    argv.push_back(m.option);
-    if (m.option == "--ro-bind" || m.option == "--bind" || m.option == "--dev-bind" || m.option == "--symlink")
-      argv.push_back((m.source.empty() ? m.path : m.source).string());
-    argv.push_back(m.path.string());
-    if (m.remount_ro) argv.insert(argv.end(), {"--remount-ro", m.path.string()});
-  }
+  for (const auto& m : mounts) append_mount(argv, m);
   argv.push_back("--chdir");
   argv.push_back(spec.cwd.empty() ? worktree.string() : absolute_path(spec.cwd, "the working directory").string());
   argv.push_back("--");
@@ -210,12 +213,7 @@ std::optional<std::string> sandbox_unavailable(const std::string& bwrap) {
   // mounts as every child gets them, then /proc, /dev and /tmp.
   std::vector<std::string> args = {bwrap,           "--die-with-parent", "--unshare-pid", "--unshare-ipc",
                                    "--unshare-uts", "--unshare-net",     "--cap-drop",    "ALL"};
-  for (const auto& m : system_mounts({})) {
-    args.push_back(m.option);
-    if (m.option != "--tmpfs") args.push_back((m.source.empty() ? m.path : m.source).string());
-    args.push_back(m.path.string());
-    if (m.remount_ro) args.insert(args.end(), {"--remount-ro", m.path.string()});
-  }
+  for (const auto& m : system_mounts({})) append_mount(args, m);
   args.insert(args.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "/bin/true"});
   std::vector<char*> cargs;
   for (auto& a : args) cargs.push_back(a.data());
