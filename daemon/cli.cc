@@ -21,6 +21,8 @@
 
 #include "daemon/config.h"
 #include "daemon/dashboard_server.h"
+#include "daemon/demo.h"
+#include "daemon/demo_repo.h"
 #include "daemon/data_inputs.h"
 #include "daemon/data_prep.h"
 #include "daemon/doctor.h"
@@ -39,6 +41,7 @@
 #include "daemon/proposer_factory.h"
 #include "daemon/report.h"
 #include "daemon/sandbox.h"
+#include "daemon/sim_trainer.h"
 #include "daemon/state_dir.h"
 #include "daemon/store.h"
 
@@ -228,6 +231,54 @@ int cmd_start(const Options& o, bool detach) {
   std::cerr << "autoresearchd: " << (message.empty() ? "error: the daemon exited before it started" : message)
             << "\n";
   return 1;
+}
+
+struct DemoOptions {
+  std::string dir;          ///< --dir: where the repo goes (default: a new temp dir)
+  int port = 0;             ///< --port: the dashboard's (default: a free one)
+  int stop_after_kept = 0;  ///< --stop-after-kept N: stop once N candidates are kept
+  double timeout_s = 0;     ///< --timeout S: stop after S seconds
+};
+
+/// `demo`: a throwaway repo with the simulated trainer and a scripted night
+/// (demo_repo.h), then the real daemon on it in the foreground, as `start`
+/// runs it, with the dashboard; the watch (demo.h) reports and may stop it.
+int cmd_demo(const DemoOptions& d) {
+  const double started_at = now_seconds();
+  std::error_code ec;
+  const std::filesystem::path daemon = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw FatalError("cannot find this program's path (/proc/self/exe): " + ec.message());
+  std::filesystem::path dir = d.dir;
+  if (dir.empty()) {
+    auto made = make_demo_dir();
+    if (auto* why = std::get_if<std::string>(&made)) throw FatalError(*why);
+    dir = std::get<std::filesystem::path>(made);
+  }
+  const int port = d.port > 0 ? d.port : free_loopback_port();
+  if (port <= 0) throw FatalError("no free port on 127.0.0.1 for the dashboard");
+  // The sandbox when bwrap works here; otherwise the demo still runs, and says why not.
+  const std::optional<std::string> no_sandbox = sandbox_unavailable();
+  auto made = make_demo_repo({dir, daemon, port, !no_sandbox});
+  if (auto* why = std::get_if<std::string>(&made)) throw FatalError("demo: " + *why);
+  const DemoRepo& repo = std::get<DemoRepo>(made);
+  std::cout << demo_banner(repo, daemon, port, !no_sandbox, no_sandbox.value_or("")) << std::flush;
+
+  Options o;
+  o.repo = repo.root.string();
+  PosixProcessRunner probe_runner;
+  Config config = preflight(resolve(o, InStateDir::refuse), probe_runner, terminal_fetch_options());
+  if (auto why = sandbox_start_refusal(config.sandbox.mode)) throw FatalError(*why);
+  DemoWatch watch(repo, daemon, config.tag, started_at, d.stop_after_kept, d.timeout_s, std::cout);
+  ReadyPipe none(-1);
+  run_daemon(config, false, none);
+  watch.finish();
+  std::cout << demo_farewell(repo, daemon, watch.kept(), watch.first_keep_s()) << std::flush;
+  if (d.stop_after_kept > 0 && watch.kept() < d.stop_after_kept)
+    throw FatalError("demo: " + std::to_string(watch.kept()) + " of the " + std::to_string(d.stop_after_kept) +
+                     " kept candidates asked for" +
+                     (watch.timed_out() ? " within --timeout " + std::to_string(static_cast<int64_t>(d.timeout_s)) + " s"
+                                        : std::string()));
+  return 0;
 }
 
 int cmd_stop(const Options& o, double timeout_s) {
@@ -426,6 +477,23 @@ int run_cli(int argc, char** argv) {
   common(fetch, false);
   fetch->add_option("--shards", shards, "train files to fetch (default: data.shards)")->check(CLI::PositiveNumber);
 
+  DemoOptions demo_options;
+  CLI::App* demo = app.add_subcommand(
+      "demo", "a night of research in a minute, no GPU needed: a throwaway repo with a simulated trainer and a "
+              "scripted proposer, the daemon and its dashboard");
+  demo->add_option("--dir", demo_options.dir, "where the demo's repo goes: absent or empty (default: a new temp dir)");
+  demo->add_option("--port", demo_options.port, "the dashboard's port on 127.0.0.1 (default: a free one)")
+      ->check(CLI::Range(1, 65535));
+  demo->add_option("--stop-after-kept", demo_options.stop_after_kept,
+                   "stop once N candidates are kept (exit 1 if the daemon stops before)")
+      ->check(CLI::PositiveNumber);
+  demo->add_option("--timeout", demo_options.timeout_s, "stop after S seconds")->check(CLI::PositiveNumber);
+
+  // The simulated trainer (sim_trainer.h), which the demo's stages run: hidden,
+  // and its words are its own, so it is dispatched before CLI11 sees them.
+  if (argc >= 2 && std::string(argv[1]) == "sim-trainer")
+    return sim_trainer_main(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -449,6 +517,7 @@ int run_cli(int argc, char** argv) {
     if (*plot) return cmd_plot(o, plot_out, plot_by_time);
     if (*doctor) return cmd_doctor(o);
     if (*fetch) return cmd_data_fetch(o, shards);
+    if (*demo) return cmd_demo(demo_options);
   } catch (const std::exception& e) {
     std::cerr << "autoresearchd: error: " << e.what() << "\n";
     return 1;

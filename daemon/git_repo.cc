@@ -111,6 +111,40 @@ GitRepo::GitRepo(const std::filesystem::path& path) {
 
 GitRepo::~GitRepo() { git_repository_free(repo_); }
 
+std::string GitRepo::init_with_files(const std::filesystem::path& path, const std::string& message) {
+  git_repository* found = nullptr;
+  if (git_repository_open_ext(&found, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) == 0) {
+    git_repository_free(found);
+    throw GitError(path.string() + " is a git repository already");
+  }
+  git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+  opts.flags = GIT_REPOSITORY_INIT_MKPATH;
+  opts.initial_head = "main";
+  git_repository* raw = nullptr;
+  check(git_repository_init_ext(&raw, path.c_str(), &opts), "cannot create a git repository in " + path.string());
+  std::unique_ptr<git_repository, decltype(&git_repository_free)> repo(raw, git_repository_free);
+  git_index* idx_raw = nullptr;
+  check(git_repository_index(&idx_raw, repo.get()), "index of " + path.string());
+  Index index(idx_raw);
+  char everything[] = "*";
+  git_strarray all = {nullptr, 0};
+  char* patterns[] = {everything};
+  all.strings = patterns;
+  all.count = 1;
+  check(git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, nullptr, nullptr), "add the files of " + path.string());
+  check(git_index_write(index.get()), "write the index of " + path.string());
+  git_oid tree_id;
+  check(git_index_write_tree(&tree_id, index.get()), "write tree");
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo.get(), &tree_id), "tree");
+  Tree tree(tree_raw);
+  Signature sig = default_signature(repo.get());
+  git_oid id;
+  check(git_commit_create(&id, repo.get(), "HEAD", sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 0, nullptr),
+        "first commit in " + path.string());
+  return oid_str(&id);
+}
+
 std::vector<std::string> GitRepo::tracked_files() const {
   git_index* raw = nullptr;
   check(git_repository_index(&raw, repo_), "index of " + std::string(git_repository_path(repo_)));

@@ -45,6 +45,11 @@ class GitRepo {
  public:
   explicit GitRepo(const std::filesystem::path& path);
   ~GitRepo();
+  /// Makes a new repository in the existing directory `path` (branch `main`)
+  /// whose first commit holds every file under it that .gitignore does not
+  /// ignore, as `git init -b main && git add -A && git commit` would. Returns
+  /// the commit's id; GitError when path already is a repository.
+  static std::string init_with_files(const std::filesystem::path& path, const std::string& message);
   GitRepo(const GitRepo&) = delete;
   GitRepo& operator=(const GitRepo&) = delete;
 

@@ -2,7 +2,7 @@
 # The decision benchmark (CPU only): the real daemon (autoresearchd, its
 # engine and keep rule) drives the fake trainer on 4 fake GPUs at 0.95, 0.98,
 # 1.00 and 1.03 x speed. The fake trainer's simulation mode
-# (tests/daemon/fake_board.h) takes steps = budget x scale x speed / step cost
+# (daemon/sim_board.h) takes steps = budget x scale x speed / step cost
 # and reports val_bpb = a + b*steps - true effect + N(0, 0.0015). A scripted
 # proposer (scripts/bench_night.py) gives 300 candidates, a night's mix drawn
 # by decision_sim from a seed: 50 % worse by 3 to 6 sigma, 35 % no effect, 15 %

@@ -1,6 +1,6 @@
 // decision_sim: a simulation of the keep policy, not of the daemon. It plays
 // nights of candidates through keep_rule, noise and calibration on simulated
-// boards (fake_board.h, the world the fake trainer's simulation mode shares)
+// boards (daemon/sim_board.h, the world the fake trainer's simulation mode shares)
 // and prints the policy's error rates next to those of the old rule, strictly
 // lower than the best single run on uncalibrated boards.
 //
@@ -39,12 +39,12 @@
 #include "daemon/keep_rule.h"
 #include "daemon/noise.h"
 #include "daemon/noise_rounds.h"
-#include "tests/daemon/fake_board.h"
+#include "daemon/sim_board.h"
 
 namespace {
 
 struct Options {
-  fake_board::World world;
+  ard::sim_board::World world;
   int nights = 200;
   int count = 300;
   uint64_t seed = 1;
@@ -107,10 +107,10 @@ class Night {
 
   /// One run of `commit` (true effect over the baseline: effect) on board g.
   double run(int commit, double effect, int g, bool repeat, Tally& t, long* steps_out = nullptr) {
-    const long steps = fake_board::steps(o_.budget_s, scales_[g], o_.speeds[g], o_.world.step_cost);
+    const long steps = ard::sim_board::steps(o_.budget_s, scales_[g], o_.speeds[g], o_.world.step_cost);
     std::ostringstream content;
     content << "night " << night_ << " seed " << o_.seed << " commit " << commit;
-    const double v = fake_board::val_bpb(o_.world, steps, effect, fake_board::run_seed(content.str(), nonce_++));
+    const double v = ard::sim_board::val_bpb(o_.world, steps, effect, ard::sim_board::run_seed(content.str(), nonce_++));
     const double gpu_s = o_.budget_s * scales_[g];
     t.gpu_s += gpu_s;
     if (repeat) t.repeat_gpu_s += gpu_s;

@@ -435,7 +435,7 @@ TEST_F(EngineE2E, ACandidateThatFailsItsConfirmationIsDiscarded) {
 }
 
 TEST_F(EngineE2E, TheStartRoundRunsTheBestOnEveryGpuAndCalibratesTheBoards) {
-  // Four fake boards at 0.95, 0.98, 1.00 and 1.03 × speed (fake_board.h):
+  // Four fake boards at 0.95, 0.98, 1.00 and 1.03 × speed (daemon/sim_board.h):
   // the first round at scale 1 takes 2850..3090 steps; the boards are then
   // calibrated to the slowest, and the second round takes 2850 steps (±1) on
   // every board. σ comes from the repeats of the second round.

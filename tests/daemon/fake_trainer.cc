@@ -32,15 +32,11 @@
 //   TAMPER            `build` modifies trainer/harness/eval.h (a fixed file)
 //
 //
-// Simulation mode (the decision benchmark), when the file has a line
-//   effect 0.0045     a true improvement of val_bpb (> 0: better); every such
-//                     line counts, so changes kept one after another add up
-// with optional lines bpb_a, bpb_b, noise_sigma, step_cost (fake_board.h's
-// World and its defaults). The run's board speed is FAKE_GPU_SPEED, or entry
-// k of the comma list FAKE_GPU_SPEEDS where k = CUDA_VISIBLE_DEVICES (default
-// 1); steps = floor(budget × scale × speed / step_cost), val_bpb = a + b·steps
-// − effect + N(0, noise_sigma) seeded by the file's content and --nonce (a
-// run without --nonce takes the clock's nanoseconds: a fresh draw).
+// Simulation mode (the decision benchmark), when the file has an `effect`
+// line: the simulated trainer that ships with the daemon (daemon/sim_trainer.h,
+// `autoresearchd sim-trainer`), whose lines (effect, bpb_a, bpb_b, noise_sigma,
+// step_cost, seconds, vram) and board speeds (FAKE_GPU_SPEED, FAKE_GPU_SPEEDS)
+// it documents; this file keeps only the test-only modes above.
 //
 //   fake_trainer build FILE
 //   fake_trainer run FILE [--check] [--data DIR] [--budget S] [--budget-scale F] [--nonce N]
@@ -59,13 +55,14 @@
 #include <ctime>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "tests/daemon/fake_board.h"
+#include "daemon/sim_trainer.h"
 
 namespace {
 
@@ -153,30 +150,9 @@ int prepare(int argc, char** argv) {
   return 0;
 }
 
-struct RunFlags {
-  bool check = false;
-  std::string data;
-  double budget_s = 300;
-  double budget_scale = 1;
-  std::optional<uint64_t> nonce;
-};
-
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "fake_trainer: %s\n", message.c_str());
   std::exit(2);
-}
-
-double board_speed() {
-  if (const char* one = std::getenv("FAKE_GPU_SPEED")) return std::atof(one);
-  const char* table = std::getenv("FAKE_GPU_SPEEDS");
-  if (!table) return 1;
-  const char* device = std::getenv("CUDA_VISIBLE_DEVICES");
-  const int index = device ? std::atoi(device) : 0;
-  std::stringstream ss(table);
-  std::string item;
-  for (int i = 0; std::getline(ss, item, ','); ++i)
-    if (i == index) return std::atof(item.c_str());
-  usage_error("FAKE_GPU_SPEEDS has no entry for CUDA_VISIBLE_DEVICES=" + std::to_string(index));
 }
 
 std::string read_all(const char* path) {
@@ -186,41 +162,7 @@ std::string read_all(const char* path) {
   return ss.str();
 }
 
-int simulate(const char* path, const std::vector<std::string>& lines, const RunFlags& f) {
-  fake_board::World w;
-  w.a = number(lines, "bpb_a", w.a);
-  w.b = number(lines, "bpb_b", w.b);
-  w.sigma = number(lines, "noise_sigma", w.sigma);
-  w.step_cost = number(lines, "step_cost", w.step_cost);
-  const double speed = board_speed();
-  if (!(speed > 0) || !(w.step_cost > 0)) usage_error("board speed and step_cost must be positive");
-  const uint64_t nonce =
-      f.nonce ? *f.nonce
-              : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  const long steps = fake_board::steps(f.budget_s, f.budget_scale, speed, w.step_cost);
-  double effect = 0;  // every effect line counts, so kept changes add up like the bonus lines
-  for (const auto& l : lines)
-    if (l.rfind("effect ", 0) == 0) effect += std::atof(l.c_str() + 7);
-  const double v = fake_board::val_bpb(w, steps, effect, fake_board::run_seed(read_all(path), nonce));
-  const double seconds = number(lines, "seconds", 0.05);
-  std::printf("step 0 | loss 9.01\n");
-  std::fflush(stdout);
-  sleep_s(seconds);
-  std::printf("---\n");
-  std::printf("val_bpb:          %.6f\n", v);
-  std::printf("training_seconds: %.1f\n", f.budget_s * f.budget_scale);
-  std::printf("total_seconds:    %.1f\n", f.budget_s * f.budget_scale + 10);
-  std::printf("peak_vram_mb:     %.1f\n", number(lines, "vram", 1024));
-  std::printf("mfu_percent:      39.80\n");
-  std::printf("total_tokens_M:   %.1f\n", steps * 0.524288);
-  std::printf("num_steps:        %ld\n", steps);
-  std::printf("num_params_M:     0.1\n");
-  std::printf("depth:            2\n");
-  std::printf("budget_scale:     %.4f\n", f.budget_scale);
-  return 0;
-}
-
-int run(const char* path, const RunFlags& flags) {
+int run(const char* path, const ard::SimRunFlags& flags) {
   const bool check = flags.check;
   const std::string& data = flags.data;
   auto lines = read_lines(path);
@@ -236,7 +178,7 @@ int run(const char* path, const RunFlags& flags) {
     return 0;
   }
   if (has(lines, "SILENT")) return 0;
-  if (has(lines, "effect ")) return simulate(path, lines, flags);
+  if (has(lines, "effect ")) return ard::sim_simulate(path, flags, std::cout, std::cerr);
   for (const auto& line : lines) {
     if (line.rfind("LEAVE ", 0) != 0) continue;
     std::ofstream out(line.substr(6), std::ios::app);
@@ -340,24 +282,10 @@ int run(const char* path, const RunFlags& flags) {
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "build") return build(argv[2]);
   if (argc >= 3 && std::string(argv[1]) == "run") {
-    RunFlags f;
-    for (int i = 3; i < argc; ++i) {
-      const std::string flag = argv[i];
-      if (flag == "--check") {
-        f.check = true;
-        continue;
-      }
-      if (flag == "--data" && i + 1 >= argc) continue;  // `--data {data_dir}` with the data step off
-      if (i + 1 >= argc) usage_error(flag + ": missing value");
-      const std::string value = argv[++i];
-      char* end = nullptr;
-      if (flag == "--data") f.data = value;
-      else if (flag == "--budget") f.budget_s = std::strtod(value.c_str(), &end);
-      else if (flag == "--budget-scale") f.budget_scale = std::strtod(value.c_str(), &end);
-      else if (flag == "--nonce") f.nonce = std::strtoull(value.c_str(), &end, 10);
-      else usage_error(flag + ": unknown flag");
-      if (end && (*end != '\0' || value.empty())) usage_error(flag + ": not a number: '" + value + "'");
-    }
+    std::fflush(stdout);
+    auto parsed = ard::parse_sim_run_flags(std::vector<std::string>(argv + 3, argv + argc));
+    if (auto* why = std::get_if<std::string>(&parsed)) usage_error(*why);
+    const ard::SimRunFlags f = std::get<ard::SimRunFlags>(parsed);
     return run(argv[2], f);
   }
   if (argc >= 2 && std::string(argv[1]) == "prepare") return prepare(argc, argv);

@@ -1,7 +1,7 @@
-// The simulated world of the decision benchmark, shared by the fake trainer's
-// simulation mode and decision_sim, so that the benchmark can move from the
-// policy simulation to the daemon driving the fake trainer without changing
-// what a run produces:
+// The simulated world of the simulated trainer (sim_trainer.h: `autoresearchd
+// demo` and the fake trainer's simulation mode) and of decision_sim, so that
+// the decision benchmark can move from the policy simulation to the daemon
+// driving the simulated trainer without changing what a run produces:
 //
 //   steps   = floor(budget_s × scale × speed / step_cost)
 //   val_bpb = a + b·steps − effect + N(0, σ)
@@ -15,7 +15,7 @@
 #include <numbers>
 #include <string_view>
 
-namespace fake_board {
+namespace ard::sim_board {
 
 struct World {
   double a = 0.642;        ///< val_bpb intercept
@@ -24,6 +24,7 @@ struct World {
   double step_cost = 0.1;  ///< seconds per step at speed 1
 };
 
+/// Whole steps that fit the budget on a board of this speed.
 inline long steps(double budget_s, double scale, double speed, double step_cost) {
   return static_cast<long>(std::floor(budget_s * scale * speed / step_cost));
 }
@@ -51,8 +52,9 @@ inline double normal(uint64_t seed) {
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
 }
 
+/// A run's val_bpb: the world's line at these steps, less the effect, plus noise.
 inline double val_bpb(const World& w, long steps, double effect, uint64_t seed) {
   return w.a + w.b * static_cast<double>(steps) - effect + w.sigma * normal(seed);
 }
 
-}  // namespace fake_board
+}  // namespace ard::sim_board
