@@ -15,6 +15,11 @@ pages in Debian's headless Chromium:
   * a non-loopback bind without a token is refused;
   * `autoresearchd plot` writes a PNG of the right size in the chart's colours.
 
+Then `autoresearchd demo` (its own simulated trainer and scripted night) runs
+until five candidates are kept, and its dashboard is loaded the same way: the
+rows match the store, the kept points are drawn, and the overview's screenshot
+is copied to $ARD_DEMO_SCREENSHOT_OUT when set (the README's picture).
+
 usage: dashboard_test.py AUTORESEARCHD FAKE_TRAINER
 """
 import base64
@@ -459,6 +464,69 @@ port = {cls.embedded_port}
         bad = sh([DAEMON, "plot", "--out", os.path.join(self.tmp, "p.txt")], self.repo, check=False)
         self.assertEqual(bad.returncode, 1)
         self.assertIn("expected a .png or .svg file name", bad.stderr)
+
+
+class DemoDashboardTest(unittest.TestCase):
+    """The dashboard of `autoresearchd demo`'s night."""
+
+    KEPT = 5
+
+    @classmethod
+    def setUpClass(cls):
+        assert CHROMIUM, "chromium is not installed (scripts/setup.sh installs it)"
+        cls.tmp = tempfile.mkdtemp(prefix="ard-demo-dashboard-")
+        cls.repo = os.path.join(cls.tmp, "demo")
+        r = subprocess.run([DAEMON, "demo", "--dir", cls.repo, "--stop-after-kept", str(cls.KEPT), "--timeout", "150"],
+                           capture_output=True, text=True, timeout=200)
+        assert r.returncode == 0, f"demo failed ({r.returncode}):\n{r.stdout}{r.stderr}"
+        cls.printed = r.stdout
+        cls.db = f"{cls.repo}/.autoresearchd/results.db"
+        cls.server = subprocess.Popen([DAEMON, "serve", "--repo", cls.repo, "--port", "0"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+        line = cls.server.stdout.readline()
+        assert " at http://127.0.0.1:" in line, line + cls.server.stderr.read()
+        cls.url = line.split(" at ", 1)[1].strip()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.terminate()
+        cls.server.wait(timeout=10)
+        cls.server.stdout.close()
+        cls.server.stderr.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def rows(self):
+        with sqlite3.connect(self.db) as c:
+            return c.execute("SELECT id, state, val_bpb, description, is_baseline FROM experiments "
+                             "WHERE tag='demo' ORDER BY id").fetchall()
+
+    def test_the_demos_night_as_the_dashboard_shows_it(self):
+        rows = self.rows()
+        kept = [r for r in rows if r[1] == "kept" and not r[4]]
+        self.assertGreaterEqual(len(kept), self.KEPT)
+        for r in kept:
+            self.assertIn("(true effect: ", r[3])
+        self.assertIn("dashboard: http://127.0.0.1:", self.printed)
+        r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                            "--dump-dom", self.url], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dom = Dom(r.stdout)
+        self.assertEqual([cells[0] for cells in dom.rows], [str(r[0]) for r in rows])
+        best = json.loads(dom.canvas["data-best"])
+        self.assertEqual([b[0] for b in best[:-1]], [r[0] for r in rows if r[1] == "kept"])
+
+    def test_screenshot_of_the_demos_dashboard(self):
+        shot = os.path.join(self.tmp, "demo.png")
+        r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                            "--window-size=1280,900", "--virtual-time-budget=5000", f"--screenshot={shot}", self.url],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        width, height, colours = png_pixels(shot)
+        self.assertEqual((width, height), (1280, 900))
+        self.assertIn(hex_rgb("#2e7d32"), colours)  # the kept points
+        self.assertLess(os.path.getsize(shot), 300 * 1024)
+        if os.environ.get("ARD_DEMO_SCREENSHOT_OUT"):
+            shutil.copyfile(shot, os.environ["ARD_DEMO_SCREENSHOT_OUT"])
 
 
 if __name__ == "__main__":
