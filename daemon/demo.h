@@ -16,6 +16,7 @@
 #include <ostream>
 #include <string>
 #include <thread>
+#include <variant>
 
 #include "daemon/demo_repo.h"
 
