@@ -274,8 +274,8 @@ int cmd_demo(const DemoOptions& d) {
   watch.finish();
   std::cout << demo_farewell(repo, daemon, watch.kept(), watch.first_keep_s()) << std::flush;
   if (d.stop_after_kept > 0 && watch.kept() < d.stop_after_kept)
-    throw FatalError("demo: " + std::to_string(watch.kept()) + " of the " + std::to_string(d.stop_after_kept) +
-                     " kept candidates asked for" +
+    throw FatalError("demo: " + std::to_string(watch.kept()) + " candidates kept, not the " +
+                     std::to_string(d.stop_after_kept) + " of --stop-after-kept" +
                      (watch.timed_out() ? " within --timeout " + std::to_string(static_cast<int64_t>(d.timeout_s)) + " s"
                                         : std::string()));
   return 0;

@@ -120,7 +120,9 @@ void DemoWatch::finish() {
 void DemoWatch::loop() {
   while (!done_) {
     look();
-    if (timeout_s_ > 0 && !stop_sent_ && wall_now() - started_at_ >= timeout_s_) {
+    // Not before the engine has recorded something: until then its signal_set
+    // may not be there to take the SIGTERM, which would kill the process outright.
+    if (timeout_s_ > 0 && !stop_sent_ && engine_seen_ && wall_now() - started_at_ >= timeout_s_) {
       timed_out_ = true;
       stop_sent_ = true;
       out_ << "autoresearchd demo: --timeout " << fixed1(timeout_s_) << " s reached; stopping" << std::endl;
@@ -141,6 +143,7 @@ void DemoWatch::look() {
   } catch (const std::exception&) {
     return;  // busy or being created: the next look
   }
+  if (!rows.empty()) engine_seen_ = true;
   int kept = 0;
   const ExperimentRow* first = nullptr;
   std::set<std::string> finished;

@@ -46,7 +46,7 @@ std::string demo_farewell(const DemoRepo& repo, const std::filesystem::path& dae
 /// started_at, its description, the `show` command) and one when every
 /// candidate of the night has finished; it sends SIGTERM to this process once
 /// stop_after_kept candidates are kept (0: never) or timeout_s have passed
-/// (0: never).
+/// (0: never; and not before the store holds the engine's first experiment).
 class DemoWatch {
  public:
   DemoWatch(const DemoRepo& repo, std::filesystem::path daemon, std::string tag, double started_at,
@@ -76,6 +76,7 @@ class DemoWatch {
   std::atomic<int> kept_{0};
   std::atomic<bool> timed_out_{false};
   std::atomic<double> first_keep_s_{-1};
+  bool engine_seen_ = false;  ///< the store holds an experiment: the engine takes signals
   bool night_over_ = false;
   bool stop_sent_ = false;
   std::thread thread_;
