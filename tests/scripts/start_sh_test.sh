@@ -18,7 +18,7 @@ check() {  # check NAME CONDITION-RESULT MESSAGE
 mkdir -p "$tmp/sysbin" "$tmp/stubs"
 for d in /usr/local/bin /usr/bin /bin; do
   for t in "$d"/*; do
-    n=$(basename "$t")
+    n=${t##*/}
     [ "$n" = nvidia-smi ] || [ -e "$tmp/sysbin/$n" ] || ln -s "$t" "$tmp/sysbin/$n"
   done
 done
