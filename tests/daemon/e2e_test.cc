@@ -278,6 +278,22 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_THAT(status.out, HasSubstr("per hour"));
   EXPECT_THAT(status.out, HasSubstr("training share of wall time"));
   EXPECT_THAT(status.out, HasSubstr("now: nothing"));
+  EXPECT_THAT(status.out, Not(HasSubstr("clamped")));  // the fake trainer reports less than its wall time
+
+  // A tag with no experiments is one line naming it and the tags there are, not an empty table.
+  for (const char* cmd : {"status --tag nope", "export --tag nope", "plot --tag nope"}) {
+    auto nope = daemon(cmd);
+    EXPECT_EQ(nope.code, 1) << cmd;
+    EXPECT_EQ(nope.out, "autoresearchd: error: no experiments with tag nope in this repo's results (the tag: e2e)\n")
+        << cmd;
+  }
+  // plot without --out: plot.svg in the current directory, said in its one line.
+  auto plotted = daemon("plot");
+  EXPECT_EQ(plotted.code, 0) << plotted.out;
+  EXPECT_EQ(plotted.out, "autoresearchd: wrote plot.svg in the current directory (the default; --out FILE.png or "
+                         "FILE.svg writes another)\n");
+  EXPECT_THAT(read_file(repo / "plot.svg"), HasSubstr("<svg"));
+  std::filesystem::remove(repo / "plot.svg");
 
   auto tsv = daemon("export --tsv");
   ASSERT_EQ(tsv.code, 0);
