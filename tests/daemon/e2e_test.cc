@@ -14,6 +14,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <atomic>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -724,6 +725,39 @@ TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {
                          "check)\n");
   EXPECT_FALSE(std::filesystem::exists(repo / ".autoresearchd/logs/data-build.log"));
 
+}
+
+// A fatal error is one line in daemon.log: a failed baseline's cause is not logged
+// a second time as the experiment's own line, and nothing else repeats it there.
+TEST_F(DaemonE2E, AFatalErrorIsOneLineInTheDaemonLog) {
+  write_file(repo / "trainer/train.cu", "val_bpb 1.0\nCRASH\n");
+  ASSERT_EQ(git("-c user.name=t -c user.email=t@t commit -qam 'a base that crashes'").code, 0);
+  write_config(3);
+  write_script(nlohmann::json::array());
+  auto fg = daemon("start");
+  EXPECT_EQ(fg.code, 1) << fg.out;
+  const std::string cause = "stage train failed (killed by signal 6";
+  std::vector<std::string> out_lines;
+  std::istringstream out(fg.out);
+  for (std::string l; std::getline(out, l);) out_lines.push_back(l);
+  ASSERT_FALSE(out_lines.empty());
+  EXPECT_THAT(out_lines.back(), ::testing::StartsWith("autoresearchd: error: the baseline #1 failed (crash): " + cause));
+
+  std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(cause), 1u) << log;
+  EXPECT_EQ(count(" error: the baseline #1 failed (crash): " + cause), 1u) << log;
+  EXPECT_EQ(count("#1 crash"), 0u) << log;
+  // Every line of the log is there once.
+  std::istringstream lines(log);
+  std::map<std::string, int> seen;
+  for (std::string l; std::getline(lines, l);) ++seen[l.size() > 20 ? l.substr(20) : l];
+  for (const auto& [line, n] : seen)
+    if (line.rfind("error: ", 0) == 0) EXPECT_EQ(n, 1) << line;
 }
 
 TEST_F(DaemonE2E, CommandLineErrorsAreOneLineWithExitCode2) {
