@@ -176,7 +176,7 @@ function renderChart() {
                   y: { title: { display: true, text: 'val_bpb' } } },
         plugins: { legend: { display: true,
                              // one swatch per kind: each status's points, the line, the band (its upper edge left out)
-                             labels: { usePointStyle: true, filter: (item, chartData) =>
+                             labels: { usePointStyle: true, boxHeight: 7, filter: (item, chartData) =>
                                chartData.datasets[item.datasetIndex].kind !== 'band-edge' } },
                    tooltip: { callbacks: { label: (c) => (c.raw.id ? '#' + c.raw.id + ' ' : '') + c.raw.y.toFixed(6) } } },
       },
