@@ -331,6 +331,9 @@ int cmd_status(const Options& o) {
     return 0;
   }
   Store store(state.db().string());
+  // A daemon starting on its tag may not have recorded it yet: only then is an unknown tag no error.
+  if (!(pid && o.tag.empty()))
+    if (auto unknown = unknown_tag(store, config.tag)) throw FatalError(*unknown);
   std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z});
   return 0;
 }
@@ -351,6 +354,7 @@ int cmd_export(const Options& o) {
   StateDir state(config.repo);
   if (!std::filesystem::exists(state.db())) throw FatalError("no results yet in " + config.repo.string());
   Store store(state.db().string());
+  if (auto unknown = unknown_tag(store, config.tag)) throw FatalError(*unknown);
   std::cout << render_tsv(store, config.tag);
   return 0;
 }
@@ -394,13 +398,20 @@ int cmd_serve(const Options& o, const std::string& bind, int port) {
   return 0;
 }
 
+/// plot's file when --out is not given: in the current directory.
+constexpr const char* kDefaultPlot = "plot.svg";
+
 int cmd_plot(const Options& o, const std::string& out, bool by_time) {
   Config config = resolve(o);
   StateDir state(config.repo);
   if (!std::filesystem::exists(state.db())) throw FatalError("no results yet in " + config.repo.string());
   auto store = Store::open_read_only(state.db().string());
-  write_plot(*store, config.tag, out, by_time);
-  std::cout << "autoresearchd: wrote " << out << "\n";
+  if (auto unknown = unknown_tag(*store, config.tag)) throw FatalError(*unknown);
+  const std::string file = out.empty() ? kDefaultPlot : out;
+  write_plot(*store, config.tag, file, by_time);
+  std::cout << "autoresearchd: wrote " << file
+            << (out.empty() ? " in the current directory (the default; --out FILE.png or FILE.svg writes another)" : "")
+            << "\n";
   return 0;
 }
 
@@ -466,7 +477,7 @@ int run_cli(int argc, char** argv) {
   bool plot_by_time = false;
   CLI::App* plot = app.add_subcommand("plot", "draw the progress chart into a PNG or SVG file (gnuplot)");
   common(plot, true);
-  plot->add_option("--out", plot_out, "progress.png or progress.svg")->required();
+  plot->add_option("--out", plot_out, "progress.png or progress.svg (default: plot.svg in the current directory)");
   plot->add_flag("--by-time", plot_by_time, "x by hours since the first experiment instead of its number");
   CLI::App* doctor = app.add_subcommand("doctor", "check the GPU, toolchain, disk, data, sandbox and LLM settings");
   common(doctor, false);

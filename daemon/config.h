@@ -107,7 +107,7 @@ struct Config {
   int64_t max_program_bytes = 64 * 1024;  ///< a larger program.md is refused until it is fixed
   double budget_s = 300;
   double startup_s = 120;
-  double min_improvement = 0;
+  double min_improvement = 0;  ///< a floor under the keep rule (keep_rule.h): kept only when Δ ≥ z·σΔ and Δ ≥ this
   int max_fix_attempts = 2;
   double retry_wait_s = 60;  ///< wait before asking an unavailable or exhausted proposer again
 

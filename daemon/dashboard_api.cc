@@ -42,10 +42,12 @@ json experiment_summary(const ExperimentRow& r) {
   };
 }
 
-/// Share of the stage's expected duration already spent, in [0, 1].
+/// Share of the stage's expected duration already spent, in [0, 1]; null while
+/// the candidate waits or the stage has no estimate of its own (report.h).
 json stage_progress(const ExperimentRow& r, double now) {
-  if (!r.stage_started_at || !r.stage_expected || *r.stage_expected <= *r.stage_started_at) return nullptr;
-  double p = (now - *r.stage_started_at) / (*r.stage_expected - *r.stage_started_at);
+  const std::optional<double> end = shown_expected_end(r);
+  if (!end || *end <= *r.stage_started_at) return nullptr;
+  double p = (now - *r.stage_started_at) / (*end - *r.stage_started_at);
   return std::clamp(p, 0.0, 1.0);
 }
 
@@ -74,8 +76,8 @@ json api_status(Store& store, const DashboardView& view, double now) {
                                    {"description", r.description},
                                    {"started_at", r.started_at},
                                    {"stage_started_at", or_null(r.stage_started_at)},
-                                   {"stage_expected", or_null(r.stage_expected)},
-                                   {"stage_deadline", or_null(r.stage_deadline)},
+                                   {"stage_expected", or_null(shown_expected_end(r))},
+                                   {"stage_deadline", stage_under_way(r) ? or_null(r.stage_deadline) : json(nullptr)},
                                    {"progress", stage_progress(r, now)}});
   }
   json lane_list = json::array();
@@ -100,6 +102,7 @@ json api_status(Store& store, const DashboardView& view, double now) {
         {"per_hour", f.per_hour},
         {"gpus", f.gpus},
         {"training_share", f.training_share},
+        {"training_share_clamped", f.training_share_clamped},
         {"gpu_busy_share", or_null(f.gpu_busy_share)}}},
       {"llm",
        {{"calls", f.llm.calls},

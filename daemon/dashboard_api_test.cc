@@ -84,6 +84,47 @@ TEST_F(DashboardApiTest, StatusHasBestFiguresAndOneLanePerGpu) {
   EXPECT_EQ(lane["experiments"][0]["stage_deadline"], 1720.0);
 }
 
+/// The lane entry of experiment id in a status document.
+json lane_entry(const json& status, int64_t id) {
+  for (const auto& lane : status["lanes"])
+    for (const auto& x : lane["experiments"])
+      if (x["id"] == id) return x;
+  return nullptr;
+}
+
+// A bar and an expected end only for a stage under way with an estimate of its
+// own: not for a build (its expected end is its timeout), not for a candidate
+// that waits for a GPU with its build's fields still in the row.
+TEST_F(DashboardApiTest, AWaitingCandidateOrAStageWithoutAnEstimateHasNoProgressAndNoExpectedEnd) {
+  view.daemon_pid = 1;
+  int64_t c = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+  store.set_stage(c, "building", "build", 1000.0, 2800.0, 2800.0);
+  json building = lane_entry(api_status(store, view, 1100.0), c);
+  EXPECT_TRUE(building["progress"].is_null());
+  EXPECT_TRUE(building["stage_expected"].is_null());
+  EXPECT_EQ(building["stage_deadline"], 2800.0);
+  store.set_state(c, "built");
+  json built = lane_entry(api_status(store, view, 1100.0), c);
+  EXPECT_EQ(built["state"], "built");
+  EXPECT_TRUE(built["progress"].is_null());
+  EXPECT_TRUE(built["stage_expected"].is_null());
+  EXPECT_TRUE(built["stage_deadline"].is_null());
+  json running = lane_entry(api_status(store, view, 1100.0), on_gpu);
+  EXPECT_EQ(running["stage_expected"], 1400.0);
+  EXPECT_DOUBLE_EQ(running["progress"].get<double>(), 0.25);
+}
+
+TEST_F(DashboardApiTest, ATrainingShareAboveOneIsClampedAndSaysSo) {
+  auto rows = store.experiments("t");
+  view.daemon_pid = 1;
+  // One trial of 30 s of training over 2 GPUs × 10 s.
+  json s = api_status(store, view, rows.front().started_at + 10);
+  EXPECT_DOUBLE_EQ(s["figures"]["training_share"].get<double>(), 1.0);
+  EXPECT_EQ(s["figures"]["training_share_clamped"], true);
+  json later = api_status(store, view, rows.front().started_at + 100);
+  EXPECT_EQ(later["figures"]["training_share_clamped"], false);
+}
+
 TEST_F(DashboardApiTest, FiguresShareTheStatusArithmetic) {
   auto rows = store.experiments("t");
   StatusFigures f = status_figures(store, "t", rows, true, rows.front().started_at + 100);

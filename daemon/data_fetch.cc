@@ -275,6 +275,37 @@ std::string human_bytes(double bytes) {
   return (u == 0 ? std::to_string(static_cast<long>(bytes)) : fixed1(bytes)) + " " + units[u];
 }
 
+HeadResult head_url(const std::string& url, double timeout_s) {
+  global_init();
+  HeadResult r;
+  std::unique_ptr<CURL, void (*)(CURL*)> c(curl_easy_init(), curl_easy_cleanup);
+  if (!c) {
+    r.error = "curl_easy_init failed";
+    return r;
+  }
+  char error[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c.get(), CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c.get(), CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, std::max(1L, std::lround(timeout_s * 500)));
+  curl_easy_setopt(c.get(), CURLOPT_TIMEOUT_MS, std::max(1L, std::lround(timeout_s * 1000)));
+  curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c.get(), CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c.get(), CURLOPT_USERAGENT, "autoresearchd/0.1");
+  CURLcode rc = curl_easy_perform(c.get());
+  if (rc != CURLE_OK) {
+    r.error = "curl error " + std::to_string(static_cast<int>(rc)) + ": " + one_line(*error ? error : curl_easy_strerror(rc));
+    return r;
+  }
+  r.reached = true;
+  curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &r.status);
+  curl_off_t length = -1;
+  if (curl_easy_getinfo(c.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK && length >= 0)
+    r.length = static_cast<double>(length);
+  return r;
+}
+
 std::optional<std::string> verify_gzip(const fs::path& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(fopen(path.c_str(), "rb"), fclose);
   if (!f) return std::string("cannot open: ") + strerror(errno);

@@ -54,6 +54,18 @@ FetchOutcome fetch_file(const std::string& url, const std::filesystem::path& des
 /// failure's line.
 void fetch_plan(const FetchPlan& plan, const FetchOptions& options);
 
+/// What a HEAD request found: whether a server answered, and what it said.
+struct HeadResult {
+  bool reached = false;            ///< false: no HTTP answer (name, connection, TLS, timeout)
+  long status = 0;                 ///< the last response's status, redirects followed
+  std::optional<double> length;    ///< its Content-Length in bytes, when the server sent one
+  std::string error;               ///< when not reached: "curl error 7: ..."
+};
+
+/// HEAD url, following redirects, within timeout_s (the connection within
+/// half of it); proxies as for the fetch. Never throws.
+HeadResult head_url(const std::string& url, double timeout_s = 10);
+
 /// "12.3 MB", "1.2 GB": decimal units, as download sizes are quoted.
 std::string human_bytes(double bytes);
 

@@ -43,6 +43,12 @@ Check failed(std::string name, std::string line, std::string fix, bool needed = 
 Check skipped(std::string name, std::string line) {
   return {std::move(name), Check::State::kSkipped, false, std::move(line), ""};
 }
+Check warning(std::string name, std::string line, std::string fix) {
+  return {std::move(name), Check::State::kWarning, false, std::move(line), std::move(fix)};
+}
+
+/// The binary the default build makes from trainer/train.cu: it needs CUDA and a GPU.
+constexpr const char* kCudaTrainer = "build/trainer/train";
 
 bool gpu_off(const Config& c) { return c.preflight_gpu == "off"; }
 
@@ -96,8 +102,12 @@ Check disk_check(const std::string& name, const std::string& what, const fs::pat
 }  // namespace
 
 std::string Check::text() const {
-  const char* mark = state == State::kOk ? "\u2713" : state == State::kFailed ? "\u2717" : "-";
+  const char* mark = state == State::kOk       ? "\u2713"
+                     : state == State::kFailed ? "\u2717"
+                     : state == State::kWarning ? "!"
+                                                : "-";
   std::string t = std::string(mark) + " " + name + ": " + line;
+  if (state == State::kWarning && !fix.empty()) t += "; fix: " + fix;
   if (state == State::kFailed) {
     if (!fix.empty()) t += "; fix: " + fix;
     if (!needed) t += " (advisory: nothing configured needs it)";
@@ -143,7 +153,15 @@ Probe::Result Probe::run(const std::string& command, double timeout_s) {
 
 Check check_gpu(const Config& config, Probe& probe) {
   const std::string off_fix = "or set preflight.gpu = \"off\" in autoresearch.toml if the stages need no GPU";
-  if (gpu_off(config)) return skipped("gpu", "not checked (preflight.gpu = \"off\")");
+  if (gpu_off(config)) {
+    for (const auto& st : config.stages)
+      if (st.command.find(kCudaTrainer) != std::string::npos)
+        return warning("gpu",
+                       "not checked (preflight.gpu = \"off\"), but stage \"" + st.name + "\" runs " + kCudaTrainer +
+                           ", the CUDA trainer, which needs a GPU",
+                       "set preflight.gpu = \"nvidia-smi\" on a GPU machine, or give [[stage]] commands that need no GPU");
+    return skipped("gpu", "not checked (preflight.gpu = \"off\")");
+  }
   if (config.preflight_gpu != "nvidia-smi") {
     Probe::Result r = probe.run(config.preflight_gpu);
     if (r.code != 0)
@@ -230,7 +248,7 @@ Check check_state_disk(const Config& config) {
                     "free space on that disk");
 }
 
-Check check_data(const Config& config) {
+Check check_data(const Config& config, double head_timeout_s) {
   if (!config.data.enabled) return skipped("data", "the data step is off (data.enabled = false)");
   auto bad = unreadable_input(config);
   if (!bad)
@@ -252,8 +270,24 @@ Check check_data(const Config& config) {
   fs::path dir = plan.train.front().dest.parent_path();
   if (whole == total)
     return ok("data", *bad + "; using the " + std::to_string(total) + " fetched files in " + dir.string());
-  return ok("data", *bad + "; start fetches " + std::to_string(total - whole) + " of " + std::to_string(total) +
-                        " files of " + sources_path(config).string() + " (data.fetch) into " + dir.string());
+  std::string line = *bad + "; start fetches " + std::to_string(total - whole) + " of " + std::to_string(total) +
+                     " files of " + sources_path(config).string() + " (data.fetch) into " + dir.string();
+  // The first file still to fetch: can its server be reached, and how big is it?
+  const SourceFile* first = nullptr;
+  for (const auto* files : {&plan.train, &plan.val})
+    for (const auto& f : *files)
+      if (!first && !is_whole(f.dest)) first = &f;
+  HeadResult head = head_url(first->url, head_timeout_s);
+  if (!head.reached)
+    return failed("data", line + ", but HEAD " + first->url + " failed: " + head.error,
+                  "check the network (or set https_proxy), point data.sources at a reachable mirror, or set "
+                  "data.train and data.val to local files");
+  if (head.status >= 400 && head.status != 405 && head.status != 501)  // 405, 501: HEAD itself not served
+    return failed("data", line + ", but HEAD " + first->url + " answered HTTP " + std::to_string(head.status),
+                  "check the URL in the source list (data.sources), or point data.sources at a mirror");
+  if (head.length && head.status < 300)
+    line += "; the first, " + first->dest.filename().string() + ", is " + human_bytes(*head.length);
+  return ok("data", line);
 }
 
 Check check_sandbox(const Config& config) {

@@ -20,13 +20,15 @@
 namespace ard {
 
 struct Check {
-  enum class State { kOk, kFailed, kSkipped };
+  /// kWarning: works, but likely not as meant; never blocks.
+  enum class State { kOk, kFailed, kSkipped, kWarning };
   std::string name;  ///< "gpu", "nvcc", "disk", ...
   State state = State::kOk;
   bool needed = true;  ///< a failure refuses start
   std::string line;    ///< what was found, one line
   std::string fix;     ///< for a failure: what to do
-  /// "✓ gpu: ...", "✗ gpu: ...; fix: ...", "- llm: ..." for a skipped check.
+  /// "✓ gpu: ...", "✗ gpu: ...; fix: ...", "- llm: ..." for a skipped check,
+  /// "! gpu: ...; fix: ..." for a warning.
   std::string text() const;
   bool blocks() const { return needed && state == State::kFailed; }
 };
@@ -52,6 +54,8 @@ class Probe {
   int count_ = 0;
 };
 
+/// Under preflight.gpu = "off": skipped, or a warning when a stage runs the
+/// CUDA trainer (build/trainer/train, as the default stages do).
 Check check_gpu(const Config& config, Probe& probe);
 Check check_nvcc(const Config& config, Probe& probe);
 Check check_cmake(const Config& config, Probe& probe);
@@ -60,7 +64,10 @@ Check check_ninja(const Config& config, Probe& probe);
 Check check_cache_disk(const Config& config);
 /// The state directory's: worktree, trainer build, logs, results.db.
 Check check_state_disk(const Config& config);
-Check check_data(const Config& config);
+/// The inputs readable, or the fetch that replaces them: then a HEAD request
+/// of the first file still to fetch (head_timeout_s) must reach its server; the
+/// line gives that file's size when the server sends its Content-Length.
+Check check_data(const Config& config, double head_timeout_s = 10);
 /// bwrap's probe, the one `start` refuses on (sandbox_unavailable): a failure
 /// blocks under [sandbox] mode = "bwrap"; skipped under "off".
 Check check_sandbox(const Config& config);

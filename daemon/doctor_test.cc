@@ -8,7 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "testing/test_util.h"
+#include "tests/data/fake_data_server.h"
 #include "fake_llm_server.h"
 
 namespace ard {
@@ -76,7 +79,7 @@ TEST_F(Doctor, AFailingDriverIsQuoted) {
 }
 
 TEST_F(Doctor, PreflightGpuOffSkipsTheGpuAndCudaChecksAndACommandReplacesNvidiaSmi) {
-  Check c = gpu("[preflight]\ngpu = \"off\"\n");
+  Check c = gpu("[preflight]\ngpu = \"off\"\n[[stage]]\nname = \"run\"\ncommand = \"./fake_trainer\"\n");
   EXPECT_FALSE(c.blocks());
   EXPECT_EQ(c.text(), "- gpu: not checked (preflight.gpu = \"off\")");
   EXPECT_EQ(nvcc("[preflight]\ngpu = \"off\"\n").text(), "- nvcc: not checked (preflight.gpu = \"off\")");
@@ -86,6 +89,21 @@ TEST_F(Doctor, PreflightGpuOffSkipsTheGpuAndCudaChecksAndACommandReplacesNvidiaS
   stub("rocm-bad", "echo 'no device' >&2; exit 3");
   EXPECT_THAT(gpu("[preflight]\ngpu = \"rocm-bad\"\n").text(),
               StartsWith("\u2717 gpu: `rocm-bad` (preflight.gpu) failed: no device; fix:"));
+}
+
+// The default stages run the CUDA trainer: with the GPU check off, that is a warning.
+TEST_F(Doctor, PreflightGpuOffWithStagesThatRunTheCudaTrainerWarns) {
+  Check c = gpu("[preflight]\ngpu = \"off\"\n");
+  EXPECT_FALSE(c.blocks());
+  EXPECT_EQ(c.state, Check::State::kWarning);
+  EXPECT_EQ(c.text(), "! gpu: not checked (preflight.gpu = \"off\"), but stage \"check\" runs build/trainer/train, the "
+                      "CUDA trainer, which needs a GPU; fix: set preflight.gpu = \"nvidia-smi\" on a GPU machine, or "
+                      "give [[stage]] commands that need no GPU");
+  Check train = gpu("[preflight]\ngpu = \"off\"\n[[stage]]\nname = \"prep\"\ncommand = \"true\"\n[[stage]]\nname = "
+                    "\"train\"\ncommand = \"build/trainer/train --data {data_dir}\"\n");
+  EXPECT_THAT(train.text(), StartsWith("! gpu: not checked (preflight.gpu = \"off\"), but stage \"train\" runs"));
+  std::ostringstream out;
+  EXPECT_EQ(print_checks({c}, out), 0) << "a warning never fails doctor";
 }
 
 TEST_F(Doctor, NvccVersionIsRead) {
@@ -133,18 +151,57 @@ TEST_F(Doctor, DataInputsNameTheKeyAndTheFile) {
   EXPECT_EQ(check_data(present).text(), "\u2713 data: 1 train and 1 val input(s) readable (data.train, data.val)");
 }
 
-TEST_F(Doctor, MissingInputsWithTheFetchOnSayWhatStartWillFetch) {
-  write_file(tmp / "repo/list.urls", "train http://127.0.0.1:9/t.{0..3}.gz\nval http://127.0.0.1:9/v.gz\n");
-  Config c = config("[data]\nsources = \"list.urls\"\nshards = 2\ncache = \"" + (tmp / "cache").string() + "\"\n");
-  Check d = check_data(c);
+// The fetch's server on loopback (python3 must be on PATH: this fixture keeps the PATH).
+class DoctorData : public ::testing::Test {
+ protected:
+  Config config(const std::string& toml) { return parse_config(toml, tmp / "repo"); }
+  /// A list of 4 train files (t.0.gz ...) and a val file at base, 2 shards fetched.
+  Config fetching_from(const std::string& base) {
+    write_file(tmp / "repo/list.urls", "train " + base + "/t.{0..3}.gz\nval " + base + "/v.gz\n");
+    return config("[data]\nsources = \"list.urls\"\nshards = 2\ncache = \"" + (tmp / "cache").string() + "\"\n");
+  }
+  std::string will_fetch() const {
+    return "data.train[0]: " + (tmp / "shared/corpus/train.jsonl.xz").string() + ": no such file; start fetches 3 of 3 files of " +
+           (tmp / "repo/list.urls").string() + " (data.fetch) into " + (tmp / "cache/sources/list").string();
+  }
+  TempDir tmp;
+};
+
+TEST_F(DoctorData, MissingInputsWithTheFetchOnSayWhatStartWillFetchAndTheFirstFilesSize) {
+  write_file(tmp / "served/t.0.gz", std::string(123456, 'x'));
+  testing::FakeDataServer server(tmp / "served", nlohmann::json::object(), tmp / "server");
+  Check d = check_data(fetching_from(server.base()));
   EXPECT_FALSE(d.blocks());
-  EXPECT_EQ(d.text(), "\u2713 data: data.train[0]: " + (tmp / "shared/corpus/train.jsonl.xz").string() +
-                          ": no such file; start fetches 3 of 3 files of " + (tmp / "repo/list.urls").string() +
-                          " (data.fetch) into " + (tmp / "cache/sources/list").string());
+  EXPECT_EQ(d.text(), "\u2713 data: " + will_fetch() + "; the first, t.0.gz, is 123.5 kB");
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0]["method"], "HEAD");
+  EXPECT_EQ(requests[0]["path"], "/t.0.gz");
+  EXPECT_FALSE(std::filesystem::exists(tmp / "cache/sources/list/t.0.gz")) << "doctor downloads nothing";
+
+  // A file the server does not have.
+  std::filesystem::remove(tmp / "served/t.0.gz");
+  Check gone = check_data(fetching_from(server.base()));
+  EXPECT_TRUE(gone.blocks());
+  EXPECT_EQ(gone.text(), "\u2717 data: " + will_fetch() + ", but HEAD " + server.url("t.0.gz") +
+                             " answered HTTP 404; fix: check the URL in the source list (data.sources), or point "
+                             "data.sources at a mirror");
+
   Config bad = config("[data]\nsources = \"none.urls\"\n");
   EXPECT_EQ(check_data(bad).text(), "\u2717 data: data.sources: " + (tmp / "repo/none.urls").string() +
                                         ": cannot read the source list; fix: fix the source list or data.sources / "
                                         "data.shards");
+}
+
+TEST_F(DoctorData, AServerThatCannotBeReachedIsTheDataLineWithTheFix) {
+  std::string base = "http://127.0.0.1:" + std::to_string(testing::closed_loopback_port());
+  auto begin = std::chrono::steady_clock::now();
+  Check d = check_data(fetching_from(base), 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
+  EXPECT_TRUE(d.blocks());
+  EXPECT_THAT(d.text(), StartsWith("\u2717 data: " + will_fetch() + ", but HEAD " + base + "/t.0.gz failed: curl error 7: "));
+  EXPECT_THAT(d.text(), HasSubstr("; fix: check the network (or set https_proxy), point data.sources at a reachable "
+                                  "mirror, or set data.train and data.val to local files"));
 }
 
 TEST_F(Doctor, DiskNeedsRoomForTheFetchAndTheState) {

@@ -1248,7 +1248,9 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
     // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.
     last_failure_ =
         Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
-  log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
+  // A failed baseline stops the daemon: its fatal line below says all of this, so it is logged once.
+  const bool fatal_baseline = baseline && final_status != status::kInterrupted;
+  if (!fatal_baseline) log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
   // What a tampered experiment's children could reach is not trusted: its build output goes too,
   // and a ref it moved (possible unconfined) is put back, or every later experiment would be tampered.
   if (final_status == status::kTampered) {
@@ -1257,7 +1259,8 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   }
   release(c);
   erase(id);
-  if (baseline && final_status != status::kInterrupted) return fatal("the baseline failed (" + final_status + "): " + error);
+  if (fatal_baseline)
+    return fatal("the baseline #" + std::to_string(id) + " failed (" + final_status + ")" + (error.empty() ? "" : ": " + error));
   schedule_pump();
 }
 

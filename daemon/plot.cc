@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -44,6 +46,13 @@ std::string number(double v) {
   return buf;
 }
 
+/// A value as the title shows it: 4 decimals, as val_bpb is quoted in the docs.
+std::string rounded(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
@@ -67,12 +76,18 @@ std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::st
   auto x_of = [&](const ExperimentRow& r) { return by_time ? (r.started_at - t0) / 3600.0 : static_cast<double>(r.id); };
 
   std::map<std::string, std::string> blocks;  // state -> "x y" lines
+  std::map<std::string, std::vector<double>> failed;  // state -> x of each finished row without a val_bpb
   std::string best_block;
-  std::optional<double> best;
+  std::optional<double> best, lo, hi;
   int points = 0;
   for (const auto& r : rows) {
-    if (!r.val_bpb) continue;
+    if (!r.val_bpb) {
+      if (is_final_state(r.state)) failed[r.state].push_back(x_of(r));
+      continue;
+    }
     ++points;
+    lo = std::min(lo.value_or(*r.val_bpb), *r.val_bpb);
+    hi = std::max(hi.value_or(*r.val_bpb), *r.val_bpb);
     blocks[r.state] += number(x_of(r)) + " " + number(*r.val_bpb) + "\n";
     if (r.state == status::kKept && (!best || *r.val_bpb < *best)) {
       best = r.val_bpb;
@@ -81,30 +96,50 @@ std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::st
   }
   if (points == 0) throw FatalError("nothing to plot: no experiment of tag " + tag + " has a val_bpb yet");
   if (best) best_block += number(x_of(rows.back())) + " " + number(*best) + "\n";
+  // The y range holds the values with a margin, and above them a row where
+  // the experiments without a value (crashes, timeouts, ...) are marked.
+  const double span = *hi - *lo > 0 ? *hi - *lo : std::max(1e-3, 0.01 * std::fabs(*hi));
+  const double y_min = *lo - 0.05 * span, y_failed = *hi + 0.12 * span, y_max = *hi + 0.16 * span;
 
   std::ostringstream s;
   if (format == PlotFormat::kPng) s << "set terminal pngcairo size 1200,600 font 'sans,10'\n";
   else s << "set terminal svg size 1200,600 font 'sans,10' background rgb 'white'\n";
   s << "set output " << quoted(output.string()) << "\n";
   s << "set title " << quoted("autoresearchd: tag " + tag + ", " + std::to_string(rows.size()) + " experiments" +
-                              (best ? ", best val_bpb " + number(*best) : "")) << " noenhanced\n";
-  s << "set xlabel " << quoted(by_time ? "hours since the first experiment" : "experiment") << "\n";
-  s << "set ylabel 'val_bpb'\nset grid\nset key outside right top noenhanced\nset offsets graph 0.02, graph 0.02, graph 0.05, graph 0.05\n";
+                              (best ? ", best val_bpb " + rounded(*best) : "")) << " noenhanced\n";
+  s << "set xlabel " << quoted(by_time ? "hours since the first experiment" : "experiment") << " noenhanced\n";
+  // noenhanced: in gnuplot's enhanced text "_b" would be a subscript b.
+  s << "set ylabel 'val_bpb' noenhanced\nset grid\nset key outside right top noenhanced\n";
+  s << "set yrange [" << number(y_min) << ":" << number(y_max) << "]\n";
+  // Time starts at the first experiment: no margin to the left of 0 h.
+  if (by_time) s << "set xrange [0:*]\nset offsets 0, graph 0.02, 0, 0\n";
+  else s << "set offsets graph 0.02, graph 0.02, 0, 0\n";
+  if (!failed.empty())
+    s << "set label 1 'no val_bpb' at graph 0.005, first " << number(y_failed) << " left font 'sans,8' noenhanced\n";
 
   std::vector<std::string> plots;
   int n = 0;
-  auto add_block = [&](const std::string& name, const std::string& data, const std::string& style) {
+  auto add_block = [&](const std::string& data, const std::string& style) {
     std::string block = "$d" + std::to_string(n++);
     s << block << " << EOD\n" << data << "EOD\n";
     plots.push_back(block + " using 1:2 " + style);
   };
-  if (!best_block.empty()) add_block("best", best_block, "with steps lw 2 lc rgb '#2e7d32' title 'best so far'");
+  if (!best_block.empty()) add_block(best_block, "with steps lw 2 lc rgb '#2e7d32' title 'best so far'");
   for (const auto& [state, colour] : kStateColours)
-    if (blocks.count(state)) add_block(state, blocks[state], "with points pt 7 ps 1 lc rgb '" + colour + "' title " + quoted(state));
+    if (blocks.count(state)) add_block(blocks[state], "with points pt 7 ps 1 lc rgb '" + colour + "' title " + quoted(state));
   for (const auto& [state, data] : blocks) {
     bool known = false;
     for (const auto& kc : kStateColours) known |= kc.first == state;
-    if (!known) add_block(state, data, "with points pt 7 ps 1 lc rgb '" + std::string(kOtherColour) + "' title " + quoted(state));
+    if (!known) add_block(data, "with points pt 7 ps 1 lc rgb '" + std::string(kOtherColour) + "' title " + quoted(state));
+  }
+  // The experiments without a value: a downward triangle at the top, in their status's colour.
+  for (const auto& [state, xs] : failed) {
+    std::string colour = kOtherColour;
+    for (const auto& kc : kStateColours)
+      if (kc.first == state) colour = kc.second;
+    std::string data;
+    for (double x : xs) data += number(x) + " " + number(y_failed) + "\n";
+    add_block(data, "with points pt 11 ps 1.2 lc rgb '" + colour + "' title " + quoted(state + " (no val_bpb)"));
   }
   s << "plot ";
   for (size_t i = 0; i < plots.size(); ++i) s << (i ? ", \\\n     " : "") << plots[i];

@@ -44,13 +44,44 @@ TEST(Plot, ScriptHoldsThePointsByStateAndTheBestStepLine) {
   EXPECT_THAT(s, HasSubstr("EOD\n1 1\n4 0.9\nEOD\n"));  // kept points
   EXPECT_THAT(s, HasSubstr("EOD\n5 0.95\nEOD\n"));      // in flight, in its own colour
   EXPECT_THAT(s, HasSubstr("title 'running'"));
-  EXPECT_THAT(s, Not(HasSubstr("crash")));               // no value, no point
   EXPECT_THAT(s, Not(HasSubstr("bold")));                // stored text never reaches gnuplot
   std::string by_time = gnuplot_script(kRows, "t", PlotFormat::kSvg, "p.svg", true);
   EXPECT_THAT(by_time, HasSubstr("set terminal svg"));
   EXPECT_THAT(by_time, HasSubstr("EOD\n0.5 1.1\nEOD\n"));  // hours since the first start
   EXPECT_THROW(gnuplot_script({row(1, "crash", std::nullopt, 0)}, "t", PlotFormat::kPng, "p.png", false), FatalError);
   EXPECT_THROW(gnuplot_script({}, "t", PlotFormat::kPng, "p.png", false), FatalError);
+}
+
+// A failed experiment has no val_bpb: it is a mark at the top edge, above every
+// value, in its status's colour, with a legend entry of its own.
+TEST(Plot, ExperimentsWithoutAValueAreMarkedAtTheTop) {
+  std::string s = gnuplot_script(kRows, "t", PlotFormat::kPng, "p.png", false);
+  // values 0.9 .. 1.1: the range has a margin below, the marks' row above them
+  EXPECT_THAT(s, HasSubstr("set yrange [0.89:1.132]\n"));
+  EXPECT_THAT(s, HasSubstr("EOD\n3 1.124\nEOD\n"));
+  EXPECT_THAT(s, HasSubstr("pt 11 ps 1.2 lc rgb '#c62828' title 'crash (no val_bpb)'"));
+  EXPECT_THAT(s, HasSubstr("set label 1 'no val_bpb' at graph 0.005, first 1.124"));
+  // Without a failure there is no mark and no label.
+  std::string clean = gnuplot_script({row(1, "kept", 1.0, 0), row(2, "discarded", 1.2, 60)}, "t", PlotFormat::kPng,
+                                     "p.png", false);
+  EXPECT_THAT(clean, Not(HasSubstr("no val_bpb")));
+  // An experiment still in flight without a value is not a failure.
+  EXPECT_THAT(gnuplot_script({row(1, "kept", 1.0, 0), row(2, "building", std::nullopt, 60)}, "t", PlotFormat::kPng,
+                             "p.png", false),
+              Not(HasSubstr("no val_bpb")));
+}
+
+TEST(Plot, LabelsTitleAndTimeAxis) {
+  std::vector<ExperimentRow> rows = {row(1, "kept", 0.987654321, 3600), row(2, "kept", 0.912345678, 5400)};
+  std::string s = gnuplot_script(rows, "t", PlotFormat::kPng, "p.png", false);
+  // "val_bpb" as written: enhanced text would make "_b" a subscript.
+  EXPECT_THAT(s, HasSubstr("set ylabel 'val_bpb' noenhanced\n"));
+  EXPECT_THAT(s, HasSubstr("set title 'autoresearchd: tag t, 2 experiments, best val_bpb 0.9123' noenhanced\n"));
+  EXPECT_THAT(s, Not(HasSubstr("set xrange")));
+  std::string by_time = gnuplot_script(rows, "t", PlotFormat::kPng, "p.png", true);
+  // Hours start at 0: a fixed lower end and no left margin that would begin at -0.01 h.
+  EXPECT_THAT(by_time, HasSubstr("set xrange [0:*]\nset offsets 0, graph 0.02, 0, 0\n"));
+  EXPECT_THAT(by_time, HasSubstr("EOD\n0 0.987654321\n0.5 0.912345678\nEOD\n"));  // hours since the first
 }
 
 TEST(Plot, WritesAPngAtomically) {

@@ -72,12 +72,15 @@ TEST_F(Preflight, MissingInputsAreFetchedAndReadInstead) {
   EXPECT_THAT(progress.str(), StartsWith("data: data.train[0]: " + (tmp / "shared/corpus/train.jsonl.xz").string() +
                                          ": no such file; fetching 2 train and 1 val files of " +
                                          (tmp / "repo/mirror.urls").string() + " (data.fetch) into " + dir.string()));
-  EXPECT_EQ(server.requests().size(), 3u);
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 4u) << "the doctor's HEAD, then the three files";
+  EXPECT_EQ(requests[0]["method"], "HEAD");
+  EXPECT_EQ(requests[0]["path"], "/t0.json.gz");
 
   // Readable inputs are used as configured: nothing is fetched.
   Config own = with_inputs(c, data_fetch_plan(c));
   EXPECT_EQ(fetch_missing_inputs(own, o).data.train, own.data.train);
-  EXPECT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(server.requests().size(), 4u);
 }
 
 }  // namespace

@@ -138,7 +138,10 @@ StatusFigures status_figures(Store& store, const std::string& tag, const std::ve
   }
   if (f.wall_s > 0) f.per_hour = f.finished / (f.wall_s / 3600.0);
   if (capacity > 0) {
-    f.training_share = e.training_s / capacity;
+    // A trainer's clock can disagree with the daemon's (a fake trainer, a bad
+    // report): a share above 1 is shown as 1, and said to be clamped.
+    f.training_share = std::min(1.0, e.training_s / capacity);
+    f.training_share_clamped = e.training_s > capacity;
     if (e.busy_s > 0) f.gpu_busy_share = e.busy_s / capacity;
   }
   f.llm = store.llm_totals(tag);
@@ -148,6 +151,27 @@ StatusFigures status_figures(Store& store, const std::string& tag, const std::ve
 namespace {
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 }  // namespace
+
+std::optional<std::string> unknown_tag(Store& store, const std::string& tag) {
+  if (store.run_base(tag)) return std::nullopt;
+  std::set<std::string> tags;
+  for (const auto& r : store.experiments()) tags.insert(r.tag);
+  if (tags.count(tag)) return std::nullopt;
+  std::string known;
+  for (const auto& t : tags) known += (known.empty() ? "" : ", ") + t;
+  return "no experiments with tag " + tag + " in this repo's results (" +
+         (tags.empty() ? std::string("no tag has any yet") : (tags.size() == 1 ? "the tag: " : "tags: ") + known) + ")";
+}
+
+bool stage_under_way(const ExperimentRow& r) {
+  return (r.state == "building" || r.state == "running") && r.stage_started_at.has_value();
+}
+
+std::optional<double> shown_expected_end(const ExperimentRow& r) {
+  if (!stage_under_way(r) || !r.stage_expected) return std::nullopt;
+  if (r.stage_deadline && *r.stage_expected >= *r.stage_deadline) return std::nullopt;
+  return r.stage_expected;
+}
 
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
                           const NoiseSettings& noise) {
@@ -202,6 +226,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     os << ")";
   }
   os << "; training share of wall time: " << fixed(100.0 * f.training_share, 1) << "%";
+  if (f.training_share_clamped) os << " (clamped: the trainers reported more training time than that)";
   if (f.gpu_busy_share)
     os << "; GPU busy share: " << fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
        << (f.gpus == 1 ? "" : "s");
@@ -232,9 +257,11 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     for (const auto& t : store.experiment_trials(r.id))  // executor = "slurm": its job, and where it runs
       if (!t.ended_at && !t.slurm_job_id.empty())
         line << " (Slurm job " << t.slurm_job_id << (t.node.empty() ? ", not running yet" : " on " + t.node) << ")";
-    if (r.stage_started_at) line << ", " << format_duration(now - *r.stage_started_at) << " elapsed";
-    if (r.stage_expected) line << ", expected end " << clock_time(*r.stage_expected);
-    if (r.stage_deadline) line << " (timeout at " << clock_time(*r.stage_deadline) << ")";
+    if (!stage_under_way(r)) return line.str();  // waiting: no elapsed time, no ends
+    line << ", " << format_duration(now - *r.stage_started_at) << " elapsed";
+    if (auto end = shown_expected_end(r)) line << ", expected end " << clock_time(*end);
+    if (r.stage_deadline) line << (shown_expected_end(r) ? " (timeout at " : ", timeout at ") << clock_time(*r.stage_deadline)
+                               << (shown_expected_end(r) ? ")" : "");
     return line.str();
   };
   // One line per worker: the experiment training on its GPU, or idle.

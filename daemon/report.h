@@ -20,7 +20,8 @@ struct StatusFigures {
   double wall_s = 0;        ///< first start to now, or to the last end when no daemon runs
   double per_hour = 0;      ///< finished experiments per wall-clock hour (0 without wall time)
   int gpus = 1;             ///< distinct GPUs the trials ran on (1 when none recorded)
-  double training_share = 0;              ///< sum of training_seconds / (wall × gpus)
+  double training_share = 0;              ///< sum of training_seconds / (wall × gpus), at most 1
+  bool training_share_clamped = false;    ///< the trainers reported more than that: the share is 1
   std::optional<double> gpu_busy_share;   ///< sum of trial durations / (wall × gpus); none without trials
   LlmTotals llm;
 };
@@ -28,6 +29,21 @@ struct StatusFigures {
 /// The figures of the tag's rows (oldest first), its trials and the LLM totals.
 StatusFigures status_figures(Store& store, const std::string& tag, const std::vector<ExperimentRow>& rows,
                              bool daemon_running, double now);
+
+/// The error for a tag the store knows nothing of (no experiment, no run), one
+/// line naming it and the tags that exist: "no experiments with tag nope (tags:
+/// e2e, main)". nullopt: the tag is known.
+std::optional<std::string> unknown_tag(Store& store, const std::string& tag);
+
+/// Whether the row's stage is under way (a build or a stage running): only then
+/// do status and the dashboard show its elapsed time, timeout and expected end.
+/// A candidate waiting (for a build slot, a GPU, a decision) shows none of them.
+bool stage_under_way(const ExperimentRow& row);
+
+/// The expected end that status and the dashboard show: while the stage is
+/// under way, and only when it is the stage's own estimate (expected_s); one
+/// equal to the timeout (a build, a stage without expected_s) is no estimate.
+std::optional<double> shown_expected_end(const ExperimentRow& row);
 
 /// The history table, the best result, throughput, LLM usage and what runs now.
 /// daemon_pid: the running daemon, or nullopt when none runs.

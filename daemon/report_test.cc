@@ -66,6 +66,53 @@ TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
   EXPECT_THAT(dead, HasSubstr("next start marks it interrupted"));
 }
 
+// A stage without an estimate of its own (a build: its expected end is its
+// timeout) shows its timeout only; a candidate waiting for a decision shows no
+// elapsed time and no ends.
+TEST_F(ReportTest, NoExpectedEndWithoutAnEstimateAndNoneWhileWaiting) {
+  int64_t b = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
+  store.set_proposal(b, "wider");
+  store.set_stage(b, "building", "build", 1000.0, 2800.0, 2800.0);
+  std::string s = render_status(store, "t", 4242, 1030.0);
+  EXPECT_THAT(s, HasSubstr("  build: #5 building stage build, 30.0s elapsed, timeout at "));
+  EXPECT_THAT(s, Not(HasSubstr("#5 building stage build, 30.0s elapsed, expected end")));
+  EXPECT_THAT(s, HasSubstr("now: #4 running stage train, 30.0s elapsed, expected end "));
+  store.set_state(running, "evaluated");
+  s = render_status(store, "t", 4242, 1030.0);
+  EXPECT_THAT(s, HasSubstr("now: #4 evaluated stage train\n"));
+}
+
+TEST_F(ReportTest, ATrainingShareAboveTheWallTimeIsClampedAndSaysSo) {
+  int64_t session = store.begin_session("t", 4242);
+  double start = store.sessions("t").front().started_at;
+  (void)session;
+  // 60 s of reported training (two experiments of 30 s) in 10 s of wall time.
+  StatusFigures f = status_figures(store, "t", store.experiments("t"), true, start + 10);
+  EXPECT_DOUBLE_EQ(f.training_share, 1.0);
+  EXPECT_TRUE(f.training_share_clamped);
+  EXPECT_THAT(render_status(store, "t", 4242, start + 10),
+              HasSubstr("training share of wall time: 100.0% (clamped: the trainers reported more training time than "
+                        "that)"));
+  // Within the wall time: as reported, not clamped.
+  StatusFigures later = status_figures(store, "t", store.experiments("t"), true, start + 600);
+  EXPECT_DOUBLE_EQ(later.training_share, 0.1);
+  EXPECT_FALSE(later.training_share_clamped);
+  EXPECT_THAT(render_status(store, "t", 4242, start + 600), Not(HasSubstr("clamped")));
+}
+
+TEST_F(ReportTest, AnUnknownTagIsOneLineNamingTheTagsThereAre) {
+  EXPECT_EQ(unknown_tag(store, "t"), std::nullopt);
+  EXPECT_EQ(unknown_tag(store, "nope"), "no experiments with tag nope in this repo's results (the tag: t)");
+  store.add_run("other", "autoresearch/other", kBase);
+  store.create_experiment("other", false, kBase, "p1", "scripted", std::nullopt);
+  EXPECT_EQ(unknown_tag(store, "nope"), "no experiments with tag nope in this repo's results (tags: other, t)");
+  store.add_run("fresh", "autoresearch/fresh", kBase);  // started, no experiment yet: known
+  EXPECT_EQ(unknown_tag(store, "fresh"), std::nullopt);
+  testing::TempDir empty;
+  Store none((empty / "results.db").string());
+  EXPECT_EQ(unknown_tag(none, "main"), "no experiments with tag main in this repo's results (no tag has any yet)");
+}
+
 TEST_F(ReportTest, StatusCountsTheLlmCallsOfItsTagOnly) {
   store.add_run("other", "autoresearch/other", kBase);
   int64_t o = store.create_experiment("other", false, kBase, "p1", "llm", std::nullopt);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, runs every test.
+# The whole test suite: installs what is missing (scripts/setup.sh --tests: the
+# test-only packages too), builds, runs every test.
 #   scripts/test.sh            (build directory: $BUILD_DIR, default build/)
 #   scripts/test.sh --cuda     also compile the CUDA trainer and its kernel tests
 # Without --cuda the CUDA trainer is compiled only where a GPU is visible
@@ -16,7 +17,7 @@ for arg in "$@"; do
     *) echo "scripts/test.sh: unknown argument $arg (usage: scripts/test.sh [--cuda])" >&2; exit 2 ;;
   esac
 done
-scripts/setup.sh
+scripts/setup.sh --tests
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH

@@ -10,6 +10,9 @@ const STATE_COLOURS = {
   kept: '#2e7d32', discarded: '#9e9e9e', crash: '#c62828', timeout: '#ef6c00', build_fail: '#ad1457',
   tampered: '#6a1b9a', patch_rejected: '#5d4037', proposer_error: '#37474f', interrupted: '#90a4ae',
 };
+const OTHER_COLOUR = '#1565c0';  // a status without a colour of its own
+const BEST_COLOUR = '#1b5e20';   // the best-so-far line: darker than the kept points
+const BAND_COLOUR = 'rgba(46,125,50,0.15)';
 
 function $(selector) { return document.querySelector(selector); }
 
@@ -84,7 +87,7 @@ function renderFigures(s) {
     figure('experiments', f.finished + ' finished'),
     figure('per hour', fixed(f.per_hour, 1)),
     figure('GPU busy share', f.gpu_busy_share === null ? '-' : fixed(100 * f.gpu_busy_share, 1) + '% of ' + f.gpus),
-    figure('training share', fixed(100 * f.training_share, 1) + '%'),
+    figure('training share', fixed(100 * f.training_share, 1) + '%' + (f.training_share_clamped ? ' (clamped)' : '')),
     figure('LLM spend', '$' + fixed(s.llm.cost_usd, 4) + ' (' + s.llm.calls + ' calls)'),
     figure('noise σ', s.noise.usable ? fixed(s.noise.sigma, 6) + ' (' + (s.noise.source === 'prior'
       ? 'prior' : 'df ' + s.noise.df) + ')' : 'not usable yet'),
@@ -97,10 +100,11 @@ function renderLanes(s) {
   const lanes = s.lanes.map((lane) => {
     const items = lane.experiments.map((x) => {
       const what = '#' + x.id + ' ' + x.state + (x.stage ? ' (' + x.stage + ')' : '');
-      const bar = el('progress', { max: '1' });
-      if (x.progress !== null) bar.value = x.progress;
-      const end = x.stage_expected ? 'expected end ' + new Date(x.stage_expected * 1000).toLocaleTimeString() : '';
-      return el('span', {}, el('a', { href: '/experiment/' + x.id }, what), ' ', bar, ' ', end, ' ', x.description);
+      // A bar and an expected end only for a stage under way with an estimate of its own.
+      const parts = [el('a', { href: '/experiment/' + x.id }, what), ' '];
+      if (x.progress !== null) parts.push(el('progress', { max: '1', value: String(x.progress) }), ' ');
+      if (x.stage_expected) parts.push('expected end ' + new Date(x.stage_expected * 1000).toLocaleTimeString(), ' ');
+      return el('span', {}, ...parts, x.description);
     });
     return el('div', { class: 'lane', 'data-gpu': lane.gpu }, el('span', { class: 'gpu' }, 'GPU ' + lane.gpu), ...items);
   });
@@ -122,9 +126,9 @@ function renderTable() {
     el('td', {}, r.description))));
 }
 
-/// The chart's datasets: every experiment with a value as a point coloured by
-/// state, the kept ones as the best-so-far step line, and the noise band
-/// around it when the API knows sigma.
+/// The chart's datasets: the experiments with a value as points, one dataset
+/// (so one legend swatch) per status in its colour, the kept ones as the
+/// best-so-far step line, and the noise band around it when the API knows sigma.
 function chartData() {
   const rows = [...overview.rows.values()].sort((a, b) => a.id - b.id);
   const t0 = rows.length ? rows[0].started_at : 0;
@@ -137,19 +141,21 @@ function chartData() {
     if (!best.length || r.val_bpb < best[best.length - 1].y) best.push({ x: x(r), y: r.val_bpb, id: r.id });
   }
   if (best.length && rows.length) best.push({ x: x(rows[rows.length - 1]), y: best[best.length - 1].y, id: null });
-  const datasets = [
-    { type: 'scatter', label: 'experiments', data: points,
-      pointBackgroundColor: points.map((p) => STATE_COLOURS[p.state] || '#1565c0'), pointRadius: 4,
-      backgroundColor: '#607d8b', borderColor: '#607d8b' },
-    { type: 'line', label: 'best so far', data: best, stepped: 'after', borderColor: '#2e7d32',
-      pointRadius: 0, borderWidth: 2 },
-  ];
+  const states = [...new Set(points.map((p) => p.state))];
+  const datasets = states.map((state) => {
+    const colour = STATE_COLOURS[state] || OTHER_COLOUR;
+    return { type: 'scatter', label: state, kind: 'points', data: points.filter((p) => p.state === state),
+      pointStyle: 'circle', pointRadius: 4, backgroundColor: colour, borderColor: colour };
+  });
+  datasets.push({ type: 'line', label: 'best so far', kind: 'best', data: best, stepped: 'after',
+    borderColor: BEST_COLOUR, backgroundColor: BEST_COLOUR, pointStyle: 'line', pointRadius: 0, borderWidth: 2 });
   const sigma = overview.status ? overview.status.sigma : null;
   if (sigma !== null && sigma !== undefined) {
     const band = (d) => best.map((p) => ({ x: p.x, y: p.y + d }));
-    datasets.push({ type: 'line', label: '+σ', data: band(sigma), stepped: 'after', pointRadius: 0, borderWidth: 0 });
-    datasets.push({ type: 'line', label: '−σ', data: band(-sigma), stepped: 'after', pointRadius: 0, borderWidth: 0,
-      fill: '-1', backgroundColor: 'rgba(46,125,50,0.15)' });
+    datasets.push({ type: 'line', label: '+σ', kind: 'band-edge', data: band(sigma), stepped: 'after', pointRadius: 0,
+      borderWidth: 0 });
+    datasets.push({ type: 'line', label: 'best ± σ', kind: 'band', data: band(-sigma), stepped: 'after', pointRadius: 0,
+      borderWidth: 0, pointStyle: 'rect', fill: '-1', backgroundColor: BAND_COLOUR, borderColor: BAND_COLOUR });
   }
   return { datasets };
 }
@@ -168,7 +174,10 @@ function renderChart() {
         animation: false, responsive: true, maintainAspectRatio: false, parsing: true,
         scales: { x: { type: 'linear', title: { display: true, text: xTitle }, ticks: { precision: xPrecision } },
                   y: { title: { display: true, text: 'val_bpb' } } },
-        plugins: { legend: { display: true },
+        plugins: { legend: { display: true,
+                             // one swatch per kind: each status's points, the line, the band (its upper edge left out)
+                             labels: { usePointStyle: true, boxHeight: 7, filter: (item, chartData) =>
+                               chartData.datasets[item.datasetIndex].kind !== 'band-edge' } },
                    tooltip: { callbacks: { label: (c) => (c.raw.id ? '#' + c.raw.id + ' ' : '') + c.raw.y.toFixed(6) } } },
       },
     });
@@ -180,8 +189,12 @@ function renderChart() {
   }
   // What the chart draws, readable from the DOM (tests, scripts).
   const drawn = overview.chart ? overview.chart.data.datasets : data.datasets;
-  canvas.dataset.points = JSON.stringify(drawn[0].data.map((p) => [p.id, p.y, p.state]));
-  canvas.dataset.best = JSON.stringify(drawn[1].data.map((p) => [p.id, p.y]));
+  const drawnPoints = drawn.filter((d) => d.kind === 'points').flatMap((d) => d.data).sort((a, b) => a.id - b.id);
+  canvas.dataset.points = JSON.stringify(drawnPoints.map((p) => [p.id, p.y, p.state]));
+  canvas.dataset.best = JSON.stringify(drawn.find((d) => d.kind === 'best').data.map((p) => [p.id, p.y]));
+  // The legend as drawn: one [label, colour] per swatch.
+  if (overview.chart && overview.chart.legend && overview.chart.legend.legendItems)
+    canvas.dataset.legend = JSON.stringify(overview.chart.legend.legendItems.map((i) => [i.text, i.fillStyle]));
 }
 
 async function refreshOverview() {

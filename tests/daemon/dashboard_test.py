@@ -350,6 +350,16 @@ port = {cls.embedded_port}
         kept = [(i, v) for i, s, v, _, _ in rows if s == "kept"]
         self.assertEqual([tuple(b) for b in best[:-1]], kept)  # 1.0, 0.95, 0.90
         self.assertEqual(best[-1], [None, 0.90])  # held to the last experiment
+        # One legend swatch per kind, each in its own colour: every status among
+        # the points, then the best-so-far line.
+        legend = json.loads(dom.canvas["data-legend"])
+        states = list(dict.fromkeys(s for _, s, v, _, _ in rows if v is not None))
+        self.assertEqual([label for label, _ in legend], states + ["best so far"])
+        colours = [colour for _, colour in legend]
+        self.assertEqual(len(set(colours)), len(colours), legend)
+        self.assertEqual(dict(legend)["kept"], "#2e7d32")
+        if "discarded" in dict(legend):
+            self.assertEqual(dict(legend)["discarded"], "#9e9e9e")
 
     def test_hostile_description_renders_inert(self):
         dom = Dom(self.dump("/"))

@@ -14,6 +14,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <atomic>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -278,6 +279,22 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_THAT(status.out, HasSubstr("per hour"));
   EXPECT_THAT(status.out, HasSubstr("training share of wall time"));
   EXPECT_THAT(status.out, HasSubstr("now: nothing"));
+  EXPECT_THAT(status.out, Not(HasSubstr("clamped")));  // the fake trainer reports less than its wall time
+
+  // A tag with no experiments is one line naming it and the tags there are, not an empty table.
+  for (const char* cmd : {"status --tag nope", "export --tag nope", "plot --tag nope"}) {
+    auto nope = daemon(cmd);
+    EXPECT_EQ(nope.code, 1) << cmd;
+    EXPECT_EQ(nope.out, "autoresearchd: error: no experiments with tag nope in this repo's results (the tag: e2e)\n")
+        << cmd;
+  }
+  // plot without --out: plot.svg in the current directory, said in its one line.
+  auto plotted = daemon("plot");
+  EXPECT_EQ(plotted.code, 0) << plotted.out;
+  EXPECT_EQ(plotted.out, "autoresearchd: wrote plot.svg in the current directory (the default; --out FILE.png or "
+                         "FILE.svg writes another)\n");
+  EXPECT_THAT(read_file(repo / "plot.svg"), HasSubstr("<svg"));
+  std::filesystem::remove(repo / "plot.svg");
 
   auto tsv = daemon("export --tsv");
   ASSERT_EQ(tsv.code, 0);
@@ -605,7 +622,9 @@ TEST_F(DaemonE2E, StopDuringARunRecordsItInterruptedAndResetsTheBranch) {
   auto running = daemon("status");
   std::cout << "status during a run:\n" << running.out;
   EXPECT_THAT(running.out, HasSubstr("now: #2 running stage train"));
-  EXPECT_THAT(running.out, HasSubstr("expected end"));
+  // The stage has no expected_s: its timeout is its only end, and no expected end is made up.
+  EXPECT_THAT(running.out, HasSubstr("elapsed, timeout at "));
+  EXPECT_THAT(running.out, Not(HasSubstr("expected end")));
   auto stopped = daemon("stop");
   ASSERT_EQ(stopped.code, 0) << stopped.out;
   EXPECT_TRUE(group_members(pgid).empty());
@@ -708,6 +727,39 @@ TEST_F(DaemonE2E, DataStepGivesTheStagesTheirDataDir) {
                          "check)\n");
   EXPECT_FALSE(std::filesystem::exists(repo / ".autoresearchd/logs/data-build.log"));
 
+}
+
+// A fatal error is one line in daemon.log: a failed baseline's cause is not logged
+// a second time as the experiment's own line, and nothing else repeats it there.
+TEST_F(DaemonE2E, AFatalErrorIsOneLineInTheDaemonLog) {
+  write_file(repo / "trainer/train.cu", "val_bpb 1.0\nCRASH\n");
+  ASSERT_EQ(git("-c user.name=t -c user.email=t@t commit -qam 'a base that crashes'").code, 0);
+  write_config(3);
+  write_script(nlohmann::json::array());
+  auto fg = daemon("start");
+  EXPECT_EQ(fg.code, 1) << fg.out;
+  const std::string cause = "stage train failed (killed by signal 6";
+  std::vector<std::string> out_lines;
+  std::istringstream out(fg.out);
+  for (std::string l; std::getline(out, l);) out_lines.push_back(l);
+  ASSERT_FALSE(out_lines.empty());
+  EXPECT_THAT(out_lines.back(), ::testing::StartsWith("autoresearchd: error: the baseline #1 failed (crash): " + cause));
+
+  std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(cause), 1u) << log;
+  EXPECT_EQ(count(" error: the baseline #1 failed (crash): " + cause), 1u) << log;
+  EXPECT_EQ(count("#1 crash"), 0u) << log;
+  // Every line of the log is there once.
+  std::istringstream lines(log);
+  std::map<std::string, int> seen;
+  for (std::string l; std::getline(lines, l);) ++seen[l.size() > 20 ? l.substr(20) : l];
+  for (const auto& [line, n] : seen)
+    if (line.rfind("error: ", 0) == 0) EXPECT_EQ(n, 1) << line;
 }
 
 TEST_F(DaemonE2E, CommandLineErrorsAreOneLineWithExitCode2) {

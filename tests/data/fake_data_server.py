@@ -12,7 +12,8 @@ file's requests get:
   {"status": 503}     every request gets this status
   {"ignore_range": true}  Range headers are ignored: always 200, whole file
 
-A missing file gets 404. Every request is appended to --log as one JSON line:
+A missing file gets 404. HEAD /NAME gets the headers GET would (its
+Content-Length included) and no body. Every request is appended to --log as one JSON line:
 method, path, and its Range header (or null). Standard library only.
 """
 import argparse
@@ -30,12 +31,18 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
+    def do_HEAD(self):
+        self.serve(head=True)
+
     def do_GET(self):
+        self.serve(head=False)
+
+    def serve(self, head):
         srv = self.server
         name = self.path.lstrip("/")
         rng = self.headers.get("Range")
         with srv.lock, open(srv.log_path, "a") as f:
-            f.write(json.dumps({"method": "GET", "path": self.path, "range": rng}) + "\n")
+            f.write(json.dumps({"method": "HEAD" if head else "GET", "path": self.path, "range": rng}) + "\n")
         fault = srv.faults.get(name, {})
         path = os.path.join(srv.root, name)
         if "status" in fault or not os.path.isfile(path):
@@ -44,7 +51,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if not head:
+                self.wfile.write(body)
             return
         with open(path, "rb") as f:
             data = bytearray(f.read())
@@ -68,6 +76,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/gzip")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if head:
+            return
         with srv.lock:
             drop = fault.get("drop_after") if rng is None and name not in srv.dropped else None
             if drop is not None:
