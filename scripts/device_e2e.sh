@@ -239,12 +239,20 @@ DAEMON_CFG=""
 
 # 5. After the stop: no process on the GPU, then the reports.
 section "GPU processes after stop"
-nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader > "$EXTRA/gpu_apps_after.txt" 2>&1
+# The driver may list a process for a moment after it exits (2026-12-06: the stopped stage's pid
+# with no name, in the stop's second), so poll for 15 s and say when the list emptied.
+STOPPED_AT=$SECONDS
+for _ in $(seq 30); do
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader > "$EXTRA/gpu_apps_after.txt" 2>&1
+  [ -s "$EXTRA/gpu_apps_after.txt" ] || break
+  sleep 0.5
+done
 if [ -s "$EXTRA/gpu_apps_after.txt" ]; then
-  echo "NOT clean: processes left on the GPU:" | tee -a "$OUT/e2e.log"
+  echo "NOT clean: processes left on the GPU 15 s after the stop:" | tee -a "$OUT/e2e.log"
   tee -a "$OUT/e2e.log" < "$EXTRA/gpu_apps_after.txt"
+  ps -eo pid,ppid,stat,etime,cmd | grep -v grep | grep -E "train|autoresearchd" | tee -a "$OUT/e2e.log"
 else
-  echo "clean: nvidia-smi lists no compute process" | tee -a "$OUT/e2e.log"
+  echo "clean: nvidia-smi lists no compute process ($((SECONDS - STOPPED_AT)) s after the stop)" | tee -a "$OUT/e2e.log"
 fi
 echo "listed while the daemon ran (if empty, this machine's nvidia-smi does not list processes" \
   "and the check above proves nothing):" | tee -a "$OUT/e2e.log"
