@@ -21,14 +21,14 @@
 # the policy simulation (decision_sim, 200 nights) as a cross-check.
 #
 # Then the common case: one GPU (one fake board at 1.00 x speed), b > 0, the
-# same mix, GPU1_NIGHTS nights (default 3) of GPU1_COUNT candidates (default
+# same mix, GPU1_NIGHTS nights (default 8: 336 no-effect candidates, so one keep moves the rate by 0.003; about 12 minutes) of GPU1_COUNT candidates (default
 # 120), the keep rule as a user gets it (confirmations and noise rounds on),
 # and a third RESULT line (board bias has no meaning on one board):
 #   RESULT gpus=1 b=... null_keep_rate=... true_keep_rate=... repeat_share=...
 # ONLY_GPUS=1 runs only those nights; ONLY_GPUS=4 only the 4-board ones.
 #
 #   scripts/bench_decisions.sh [BUILD_DIR]     (default: build)
-#   env: NIGHTS (1), COUNT (300), GPU1_NIGHTS (3), GPU1_COUNT (120), ONLY_GPUS, SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night), SEED (1), OLD_RULE (1), SIM (0),
+#   env: NIGHTS (1), COUNT (300), GPU1_NIGHTS (8), GPU1_COUNT (120), ONLY_GPUS, SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night), SEED (1), OLD_RULE (1), SIM (0),
 #        KEEP_WORK (set: keep the nights' repos and results.db for a look)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,7 +95,7 @@ for sign in + -; do
 done
 
 if [ "${ONLY_GPUS:-1}" = 1 ]; then
-  for ((n = 0; n < ${GPU1_NIGHTS:-3}; n++)); do
+  for ((n = 0; n < ${GPU1_NIGHTS:-8}; n++)); do
     run_night keep_rule_1gpu 1.15e-4 0.642 new $((seed0 + n)) 1 "${GPU1_COUNT:-120}" | tee -a "$out"
   done
 fi
