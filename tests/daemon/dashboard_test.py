@@ -58,6 +58,22 @@ def write(path, text):
         f.write(text)
 
 
+def start_serve(args, cwd=None):
+    """Starts `autoresearchd serve --port 0 ARGS`; returns the process and the URL it printed."""
+    server = subprocess.Popen([DAEMON, "serve", *args, "--port", "0"], cwd=cwd, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    line = server.stdout.readline()
+    assert " at http://127.0.0.1:" in line, line + server.stderr.read()
+    return server, line.split(" at ", 1)[1].strip()
+
+
+def stop_serve(server):
+    server.terminate()
+    server.wait(timeout=10)
+    server.stdout.close()
+    server.stderr.close()
+
+
 def png_pixels(path):
     """(width, height, set of RGB colours) of an 8-bit PNG (colour types 2, 3, 6)."""
     with open(path, "rb") as f:
@@ -284,18 +300,11 @@ port = {cls.embedded_port}
                 log = f.read()
             raise AssertionError(f"the end-to-end run did not finish its script: {cls.finished()}\n{log}")
 
-        cls.server = subprocess.Popen([DAEMON, "serve", "--port", "0"], cwd=repo, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
-        line = cls.server.stdout.readline()
-        assert " at http://127.0.0.1:" in line, line + cls.server.stderr.read()
-        cls.url = line.split(" at ", 1)[1].strip()
+        cls.server, cls.url = start_serve([], cwd=repo)
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.terminate()
-        cls.server.wait(timeout=10)
-        cls.server.stdout.close()
-        cls.server.stderr.close()
+        stop_serve(cls.server)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
@@ -491,18 +500,11 @@ class DemoDashboardTest(unittest.TestCase):
         assert r.returncode == 0, f"demo failed ({r.returncode}):\n{r.stdout}{r.stderr}"
         cls.printed = r.stdout
         cls.db = f"{cls.repo}/.autoresearchd/results.db"
-        cls.server = subprocess.Popen([DAEMON, "serve", "--repo", cls.repo, "--port", "0"], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
-        line = cls.server.stdout.readline()
-        assert " at http://127.0.0.1:" in line, line + cls.server.stderr.read()
-        cls.url = line.split(" at ", 1)[1].strip()
+        cls.server, cls.url = start_serve(["--repo", cls.repo])
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.terminate()
-        cls.server.wait(timeout=10)
-        cls.server.stdout.close()
-        cls.server.stderr.close()
+        stop_serve(cls.server)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def rows(self):
