@@ -4,9 +4,9 @@
 
 #include <gmock/gmock.h>
 
-#include "testing/test_util.h"
 #include "llm_client/llm_config.h"
 #include "proposers/offline_proposer.h"
+#include "testing/test_util.h"
 
 namespace ard {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/slot_files.h"
+#include "daemon/exec/slot_files.h"
 #include "proposers/editable.h"
 #include "proposers/proposer.h"
 

@@ -6,7 +6,7 @@
 
 #include <ctime>
 
-#include "daemon/state_dir.h"
+#include "daemon/store/state_dir.h"
 
 namespace ard {
 

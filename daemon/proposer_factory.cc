@@ -1,10 +1,10 @@
 // See proposer_factory.h.
 #include "daemon/proposer_factory.h"
 
-#include "proposers/editable.h"
-#include "proposers/scripted_proposer.h"
 #include "llm_client/llm_proposer.h"
+#include "proposers/editable.h"
 #include "proposers/offline_proposer.h"
+#include "proposers/scripted_proposer.h"
 
 namespace ard {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "daemon/config.h"
-#include "proposers/proposer.h"
 #include "proposers/call_record.h"
+#include "proposers/proposer.h"
 
 namespace ard {
 

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "daemon/summary.h"
+#include "daemon/decide/summary.h"
 #include "testing/test_util.h"
 
 namespace ard {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/store.h"
+#include "daemon/store/store.h"
 #include "testing/test_util.h"
 
 namespace ard::testing {

@@ -34,11 +34,11 @@
 #include <string>
 #include <vector>
 
-#include "daemon/calibration.h"
 #include "daemon/config.h"
-#include "daemon/keep_rule.h"
-#include "daemon/noise.h"
-#include "daemon/noise_rounds.h"
+#include "daemon/decide/calibration.h"
+#include "daemon/decide/keep_rule.h"
+#include "daemon/decide/noise.h"
+#include "daemon/decide/noise_rounds.h"
 #include "daemon/sim_board.h"
 
 namespace {

@@ -18,9 +18,9 @@
 #include <regex>
 #include <thread>
 
-#include "daemon/process_runner.h"
-#include "daemon/state_dir.h"
-#include "daemon/store.h"
+#include "daemon/exec/process_runner.h"
+#include "daemon/store/state_dir.h"
+#include "daemon/store/store.h"
 #include "daemon_process.h"
 #include "testing/test_util.h"
 

@@ -17,11 +17,11 @@
 #include <set>
 #include <thread>
 
-#include "daemon/process_runner.h"
-#include "daemon/state_dir.h"
-#include "daemon/store.h"
-#include "fake_llm_server.h"
+#include "daemon/exec/process_runner.h"
+#include "daemon/store/state_dir.h"
+#include "daemon/store/store.h"
 #include "daemon_process.h"
+#include "fake_llm_server.h"
 #include "testing/test_util.h"
 
 namespace ard {

@@ -15,8 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "daemon/state_dir.h"
-#include "daemon/store.h"
+#include "daemon/store/state_dir.h"
+#include "daemon/store/store.h"
+#include "daemon/util/clock.h"
 #include "daemon_process.h"
 #include "fake_llm_server.h"
 #include "testing/test_util.h"

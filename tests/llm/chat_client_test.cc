@@ -14,8 +14,8 @@
 #include <cmath>
 #include <thread>
 
-#include "testing/test_util.h"
 #include "fake_llm_server.h"
+#include "testing/test_util.h"
 
 namespace llm {
 namespace {

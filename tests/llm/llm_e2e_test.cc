@@ -13,10 +13,10 @@
 #include <chrono>
 #include <thread>
 
-#include "daemon/store.h"
-#include "testing/test_util.h"
+#include "daemon/store/store.h"
 #include "fake_llm_server.h"
 #include "llm_client/llm_config.h"
+#include "testing/test_util.h"
 
 namespace llm {
 namespace {

@@ -11,12 +11,12 @@
 #include <map>
 #include <thread>
 
-#include "proposers/offline_proposer.h"
 #include "llm_client/prompt.h"
+#include "proposers/offline_proposer.h"
 
+#include "fake_llm_server.h"
 #include "proposers/editable.h"
 #include "testing/test_util.h"
-#include "fake_llm_server.h"
 
 namespace llm {
 namespace {

@@ -2,7 +2,7 @@
 // reads the token (this machine shares its filesystem with itself), a
 // partition that does not exist names sbatch's error, and a local executor
 // skips the check.
-#include "daemon/slurm_doctor.h"
+#include "daemon/slurm/slurm_doctor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "daemon/store.h"
+#include "daemon/store/store.h"
 #include "slurm_cluster.h"
-#include "tests/daemon/daemon_process.h"
 #include "testing/test_util.h"
+#include "tests/daemon/daemon_process.h"
 
 namespace ard {
 namespace {

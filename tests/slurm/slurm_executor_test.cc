@@ -2,7 +2,7 @@
 // (tests/slurm/cluster.py): a job submitted and followed to its end, one that
 // overruns and is cancelled, one requeued by `scontrol requeue`, stop, and a
 // submission sbatch refuses.
-#include "daemon/slurm_executor.h"
+#include "daemon/slurm/slurm_executor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <map>
 #include <thread>
 
-#include "daemon/process_runner.h"
+#include "daemon/exec/process_runner.h"
 #include "slurm_cluster.h"
 
 namespace ard {

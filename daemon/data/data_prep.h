@@ -1,0 +1,27 @@
+// The data step: once per daemon start, build the trainer in the worktree and
+// run the harness's prepare binary on the configured inputs; its last line
+// `data_dir: PATH` gives the {data_dir} of the stage commands.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "daemon/config.h"
+#include "daemon/exec/process_runner.h"
+#include "daemon/log.h"
+#include "daemon/store/state_dir.h"
+#include "daemon/store/store.h"
+
+namespace ard {
+
+/// The prepare command line for config, with inputs resolved against the repo.
+std::string prepare_command(const Config& config);
+
+/// Builds the worktree as it stands and runs prepare. Returns the data dir;
+/// throws FatalError naming the cause (with the child's own error line).
+/// With a store, each child's group is recorded there (GroupRecord) before
+/// its command runs, so a restart after a SIGKILL kills a prepare left running.
+std::string prepare_data(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
+                         ProcessRunner& runner, Log& log, Store* store = nullptr);
+
+}  // namespace ard

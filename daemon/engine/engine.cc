@@ -1,0 +1,1431 @@
+// See engine.h. Rules every handler follows:
+// - the store first, then the branch: an outcome is recorded before
+//   autoresearch/<tag> moves, so a daemon killed between the two restarts
+//   into a branch that reconcile resets to the best kept commit;
+// - a handler never calls pump() itself: it schedules one (schedule_pump), so
+//   no loop over the candidates sees a candidate erased under it;
+// - a candidate that ends (kept, or any failure) is erased at once, its
+//   worker and slot freed, and its slot checked out at the best again.
+#include "daemon/engine/engine.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "daemon/cli/report.h"
+#include "daemon/data/data_prep.h"
+#include "daemon/decide/keep_rule.h"
+#include "daemon/decide/run_evidence.h"
+#include "daemon/decide/summary.h"
+#include "daemon/duration.h"
+#include "daemon/exec/process_groups.h"
+#include "daemon/exec/sandbox.h"
+#include "daemon/fatal_error.h"
+#include "daemon/program_file.h"
+#include "daemon/secret_scan.h"
+#include "daemon/slurm/slurm_client.h"
+#include "daemon/slurm/slurm_executor.h"
+#include "daemon/slurm/slurm_recovery.h"
+#include "daemon/store/evaluated_reconcile.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/text.h"
+
+namespace ard {
+namespace asio = boost::asio;
+
+namespace {
+
+/// How long stop() waits for proposal threads before it gives them up.
+constexpr double kProposalGraceS = 8;
+/// How often the engine checks that results.db is still the file it has open.
+constexpr double kStoreCheckS = 2;
+/// How often a candidate's change is re-applied onto a newer best at most.
+constexpr int kMaxReapplies = 3;
+/// How often one experiment runs again after a fault of the machine before the fault is its own.
+constexpr int kMaxFaultReruns = 2;
+
+/// A proposal's description as the store and the log keep it: its first line,
+/// trimmed, at most 200 characters, "(no description)" when empty.
+std::string description_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  size_t a = line.find_first_not_of(" \t\r");
+  size_t b = line.find_last_not_of(" \t\r");
+  line = a == std::string::npos ? "" : line.substr(a, b - a + 1);
+  if (line.size() > 200) line = line.substr(0, 197) + "...";
+  return line.empty() ? "(no description)" : line;
+}
+
+std::chrono::steady_clock::duration seconds(double s) { return steady_seconds(s); }
+
+}  // namespace
+
+std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
+                       const std::string& worktree, double budget_scale) {
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%.4f", budget_scale);
+  const std::pair<std::string, std::string> vars[] = {{"{data_dir}", data_dir},
+                                                      {"{budget}", format_number(budget_s)},
+                                                      {"{worktree}", worktree},
+                                                      {"{budget_scale}", scale}};
+  std::string out = command;
+  for (const auto& [key, value] : vars) {
+    for (size_t pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos + value.size()))
+      out.replace(pos, key.size(), value);
+  }
+  return out;
+}
+
+std::string compiler_errors(const std::string& log) {
+  std::istringstream in(log);
+  std::string out;
+  int n = 0;
+  for (std::string line; std::getline(in, line) && n < 40;) {
+    if (line.find("error") != std::string::npos || line.find("Error") != std::string::npos) {
+      out += line + "\n";
+      ++n;
+    }
+  }
+  if (!out.empty()) return out;
+  // No line says error: the tail is the best we have.
+  std::vector<std::string> lines;
+  std::istringstream again(log);
+  for (std::string line; std::getline(again, line);) lines.push_back(line);
+  for (size_t i = lines.size() > 30 ? lines.size() - 30 : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
+double ask_again_after(double retry_wait_s, double retry_at, double now) {
+  if (!std::isfinite(retry_at) || retry_at <= now + retry_wait_s) return retry_wait_s;
+  return std::min(retry_at - now, std::max(retry_wait_s, kMaxAskWaitS));
+}
+
+void LoopCallSink::record(const llm::CallRecord& call) {
+  asio::post(io_, [store = &store_, call] { store->record(call); });
+}
+
+void LoopCallSink::call_started(const llm::CallRecord& call) {
+  asio::post(io_, [store = &store_, call] { store->call_started(call); });
+}
+
+void LoopCallSink::learn_limit(const std::string& provider, long tokens, const std::string& reason) {
+  asio::post(io_, [store = &store_, provider, tokens, reason] { store->learn_limit(provider, tokens, reason); });
+}
+
+/// The engine closes it when it is destroyed, so a thread that outlives the
+/// engine (a proposer that ignored the stop) posts nothing.
+struct Engine::Mailbox {
+  std::mutex mutex;
+  asio::io_context* io = nullptr;
+  template <typename F>
+  void post(F&& f) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (io) asio::post(*io, std::forward<F>(f));
+  }
+};
+
+struct Engine::ProposalDone {
+  int64_t id = 0;
+  std::optional<Fix> fix;
+  ProposalResult result;
+};
+
+Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
+               Log& log, std::vector<std::string> gpus)
+    : io_(io),
+      config_(config),
+      state_(state),
+      store_(store),
+      proposer_(proposer),
+      log_(log),
+      editable_(config.editable),
+      env_(scrubbed_env(config.env_pass)),
+      branch_ref_("refs/heads/autoresearch/" + config.tag),
+      signals_(io, SIGTERM, SIGINT),
+      retry_timer_(io),
+      stop_deadline_(io),
+      fault_timer_(io),
+      store_check_timer_(io),
+      mailbox_(std::make_shared<Mailbox>()),
+      breaker_(BreakerConfig{}, now_seconds),
+      fault_pause_(config.retry_wait_s),
+      cancel_(std::make_shared<std::atomic<bool>>(false)),
+      threads_inside_(std::make_shared<std::atomic<int>>(0)) {
+  if (gpus.empty()) gpus.push_back("");
+  for (auto& g : gpus) workers_.push_back({std::move(g), 0});
+  mailbox_->io = &io_;
+  std::vector<std::string> ids;
+  for (const auto& w : workers_) ids.push_back(w.gpu);
+  rounds_ = std::make_unique<NoiseRounds>(ids, calibrates_boards(config_));
+}
+
+bool calibrates_boards(const Config& config) {
+  if (!config.noise.calibrate || config.executor != "local") return false;
+  for (const auto& stage : config.stages)
+    if (stage.command.find("{budget_scale}") != std::string::npos) return true;
+  return false;
+}
+
+Engine::~Engine() {
+  std::lock_guard<std::mutex> lock(mailbox_->mutex);
+  mailbox_->io = nullptr;
+}
+
+int Engine::run() {
+  state_.create();
+  repo_ = std::make_unique<GitRepo>(config_.repo);
+  repo_->exclude("/.autoresearchd/");
+  // SIGTERM and SIGINT are taken from here on: open_slots looks at them between checkouts,
+  // which take seconds with many GPUs and a deep lookahead.
+  signals_.async_wait([this](const boost::system::error_code& e, int sig) {
+    if (!e) on_signal(sig);
+  });
+  // A killed daemon's Slurm jobs are adopted or cancelled, and their results recorded, before reconcile
+  // (whatever the executor is now).
+  recover_slurm_jobs(config_, store_, slurm_env(env_), state_.root / "slurm", log_);
+  if (config_.executor == "slurm") open_slurm();
+  reconcile();
+  if (!open_slots()) {  // stopped during the checkouts: nothing began; the stop finishes on the loop
+    io_.run();
+    return threads_inside_->load();
+  }
+  session_ = store_.begin_session(config_.tag, getpid());
+  std::string gpu_list;
+  for (const auto& w : workers_) gpu_list += (gpu_list.empty() ? "" : ",") + w.gpu;
+  store_.set_session_gpus(session_, gpu_list);
+  log_("session " + std::to_string(session_) + ": tag " + config_.tag + ", branch autoresearch/" + config_.tag +
+       ", best " + short_commit(best_commit_) + ", proposer " + proposer_.name() + ", " +
+       (workers_.front().gpu.empty() ? std::string("one worker (no GPU id)")
+                                     : std::to_string(workers_.size()) + " GPU worker(s): " + gpu_list));
+  if (config_.data.enabled) prepare_data_then_begin();
+  else asio::post(io_, [this] { begin(); });
+  check_store_file();
+  for (;;) {
+    try {
+      io_.run();
+      break;
+    } catch (const EnvironmentFault& f) {
+      if (stopping_) throw;  // the stop cannot finish its rows: the error names the file
+      recover(f);
+    } catch (const DatabaseFileLost& e) {
+      // A handler met the lost file: stop (children ended, threads cancelled), writing nothing more.
+      store_lost_ = true;
+      fatal(e.what());
+      asio::post(io_, [this] { maybe_finish_stop(); });
+    }
+  }
+  if (fatal_) throw LoggedFatalError(*fatal_);  // stop() logged "error: <cause>"
+  return threads_inside_->load();
+}
+
+void Engine::reconcile() {
+  // A killed daemon's experiments end when it was last known to run, not now.
+  const std::optional<double> alive = store_.dead_sessions_alive_at();
+  if (int n = store_.close_dead_sessions()) log_("reconcile: closed " + std::to_string(n) + " session(s) of a killed daemon");
+  store_.close_open_trials(alive);
+  for (const auto& line : kill_recorded_groups(store_)) log_("reconcile: " + line);
+  // A measured result is never lost: an `evaluated` row gets the decision it would have had.
+  for (const auto& d : finish_evaluated(store_, config_.tag, keep_settings(config_), config_.noise.prior_sigma))
+    log_("reconcile: #" + std::to_string(d.id) + " was measured (" + config_.metric + " " + format_number(d.val_bpb) +
+         ") when the daemon stopped: " + (d.kept ? "kept" : "discarded"));
+  if (int calls = store_.close_started_calls())
+    log_("reconcile: " + std::to_string(calls) + " LLM call(s) in flight when the daemon was killed: interrupted "
+         "(their rows count toward the caps)");
+  for (const auto& r : store_.unfinished()) {
+    if (drop_empty_row(r.id, "at restart")) continue;  // was only waiting for a proposal
+    bool killed = false;
+    if (r.pgid && r.pgid_start)
+      killed = kill_recorded_group(static_cast<pid_t>(*r.pgid), *r.pgid_start) == RecordedGroup::killed;
+    else if (r.pgid)  // recorded before leader start times were
+      killed = kill_orphan_group(static_cast<pid_t>(*r.pgid), state_.root);
+    if (killed)
+      log_("reconcile: killed orphaned process group " + std::to_string(*r.pgid) + " of #" + std::to_string(r.id));
+    std::string where = r.state + (r.stage.empty() || r.state == "proposing" ? "" : " (stage " + r.stage + ")");
+    store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail, alive);
+    log_("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
+  }
+
+  std::optional<std::string> tip = repo_->ref_target(branch_ref_);
+  if (!tip) {
+    tip = repo_->head();
+    repo_->set_ref(branch_ref_, *tip, "autoresearchd: new run");
+  }
+  if (auto base = store_.run_base(config_.tag)) {
+    base_commit_ = *base;
+    if (!repo_->has_commit(base_commit_))
+      throw FatalError("base commit " + base_commit_ + " of tag " + config_.tag + " is not in the repo");
+  } else {
+    base_commit_ = *tip;
+    store_.add_run(config_.tag, "autoresearch/" + config_.tag, base_commit_);
+  }
+  auto best = store_.best(config_.tag);
+  best_commit_ = best ? best->commit : base_commit_;
+  best_val_ = best ? best->val_bpb : std::nullopt;
+  best_id_ = best ? best->id : 0;
+  if (!repo_->has_commit(best_commit_))
+    throw FatalError("kept commit " + best_commit_ + " of #" + std::to_string(best->id) + " is not in the repo");
+  if (*tip != best_commit_) {
+    log_("reconcile: autoresearch/" + config_.tag + " tip " + short_commit(*tip) + " is not the best kept commit; reset to " +
+         short_commit(best_commit_));
+    repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: reset to the best kept commit");
+  }
+}
+
+bool Engine::open_slots() {
+  // What an older daemon's children left in the scratch directories goes (they are tmpfs mounts now).
+  if (std::string e = remove_tree_nofollow(state_.root / "scratch"); !e.empty()) log_("warning: scratch: " + e);
+  // One slot a GPU trains in, one for each candidate built ahead, and one per
+  // GPU for the repeat runs (a noise round needs slots while candidates hold theirs).
+  size_t n = workers_.size() * (2 + static_cast<size_t>(config_.lookahead));
+  for (size_t i = 0; i < n; ++i) {
+    // A signal that came meanwhile is handled now (the loop holds nothing else yet): the stop
+    // ends here, with nothing begun, instead of after every checkout.
+    io_.poll();
+    if (stopping_) return false;
+    std::string name = i == 0 ? config_.tag : config_.tag + "+" + std::to_string(i);
+    auto path = state_.root / "worktrees" / name;
+    // Checking out the best also drops whatever an interrupted experiment left.
+    slots_.push_back({path, repo_->open_detached_worktree(name, path, best_commit_, SlotKeep{{config_.build_dir}}), 0});
+  }
+  return true;
+}
+
+void Engine::prepare_data_then_begin() {
+  data_running_ = true;
+  data_stop_ = std::make_unique<StopFlag>();
+  auto box = mailbox_;
+  std::filesystem::path worktree = slots_.front().path;
+  std::thread([this, box, worktree, stop = data_stop_.get()] {
+    std::string dir, error;
+    try {
+      PosixProcessRunner runner(stop);
+      // The store records prepare's groups from this thread: the connection is
+      // in SQLite's serialized mode, and these are its only writes meanwhile.
+      dir = prepare_data(config_, worktree, state_, runner, log_, &store_);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    box->post([this, dir, error] {
+      data_running_ = false;
+      if (stopping_) return maybe_finish_stop();
+      if (!error.empty()) return fatal(error);
+      data_dir_ = dir;
+      store_.set_session_data_dir(session_, data_dir_);
+      begin();
+    });
+  }).detach();
+}
+
+void Engine::begin() {
+  if (stopping_) return;
+  started_ = true;
+  bool need_baseline = true;
+  for (const auto& r : store_.experiments(config_.tag))
+    if (r.is_baseline && r.state != status::kInterrupted) need_baseline = false;
+  if (need_baseline) {
+    // The baseline asks no proposer: the program it records is the file as it is, or "".
+    const std::string hash =
+        record_program(read_program_file(config_.repo / config_.program, config_.max_program_bytes).content);
+    int64_t id = store_.create_experiment(config_.tag, true, best_commit_, hash, "baseline", std::nullopt);
+    store_.set_proposal(id, "baseline");
+    store_.set_commit(id, best_commit_, "");
+    repo_->set_ref(exp_ref(id), best_commit_, "autoresearchd: baseline");
+    Candidate c;
+    c.id = id;
+    c.baseline = true;
+    c.phase = Phase::kCommitted;
+    c.parent = c.commit = best_commit_;
+    c.description = "baseline";
+    c.purpose = purpose::kBaseline;
+    c.pin_gpu = workers_.front().gpu;
+    c.in_round = config_.noise.rounds;
+    candidates_[id] = std::move(c);
+    baseline_pending_ = true;
+    best_id_ = id;
+    log_("#" + std::to_string(id) + " baseline at " + short_commit(best_commit_));
+  }
+  rounds_->restore(store_.last_noise_estimate(config_.tag));
+  // At start the incumbent runs on every GPU at once (the baseline is the first
+  // GPU's run when there is one); new candidates wait for the round.
+  if (config_.noise.rounds) start_round(true, need_baseline ? "start (baseline)" : "start");
+  schedule_pump();
+}
+
+void Engine::on_signal(int) {
+  stop("stopped");
+  // Further signals while winding down change nothing.
+  signals_.async_wait([](const boost::system::error_code&, int) {});
+}
+
+void Engine::fatal(const std::string& message) {
+  if (!fatal_) fatal_ = message;
+  stop("error: " + message);
+}
+
+void Engine::stop(const std::string& reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_reason_ = reason;
+  cancel_->store(true);
+  if (data_stop_) data_stop_->request();
+  retry_timer_.cancel();
+  fault_timer_.cancel();
+  store_check_timer_.cancel();
+  std::vector<std::string> waits;
+  for (auto& [id, c] : candidates_)
+    if (c.child) {
+      c.child->stop();
+      waits.push_back("#" + std::to_string(c.id > 0 ? c.id : c.row) + "'s " +
+                      (c.phase == Phase::kBuilding ? std::string("build") : "stage " + config_.stages[c.stage].name));
+    }
+  if (slurm_) slurm_->stop_all();
+  if (slurm_ && slurm_->active()) waits.push_back("the Slurm jobs' cancellation");
+  if (data_running_) waits.push_back("the data step");
+  if (proposals_running_ > 0)
+    waits.push_back(std::to_string(proposals_running_) + " proposal call(s) (at most " + format_number(kProposalGraceS) +
+                    " s)");
+  // `stop` prints this line: what the daemon waits for before it exits.
+  log_("stopping: waiting for " + (waits.empty() ? std::string("nothing") : join_list(waits, 10)));
+  stop_deadline_.expires_after(seconds(kProposalGraceS));
+  stop_deadline_.async_wait([this](const boost::system::error_code& e) {
+    if (!e) {
+      proposals_running_ = 0;  // given up: their results go nowhere
+      maybe_finish_stop();
+    }
+  });
+  maybe_finish_stop();
+}
+
+void Engine::maybe_finish_stop() {
+  if (!stopping_) return;
+  for (const auto& [id, c] : candidates_)
+    if (c.child) return;  // its exit handler comes back here
+  if (slurm_ && slurm_->active()) return;  // on_job_end comes back here
+  if (data_running_ || proposals_running_ > 0) return;
+  stop_deadline_.cancel();
+  if (store_lost_) {  // nothing can be recorded: the next start's reconcile has nothing of this session
+    log_(stop_reason_);
+    signals_.cancel();
+    return io_.stop();
+  }
+  std::vector<int64_t> ids;
+  for (const auto& [id, c] : candidates_) ids.push_back(id);
+  for (int64_t id : ids) {
+    Candidate& c = candidates_[id];
+    if (c.phase == Phase::kProposing && drop_empty_row(id, "at stop")) {
+      erase(id);
+      continue;
+    }
+    const char* where = c.phase == Phase::kProposing ? "stopped while waiting for a proposal"
+                        : c.phase == Phase::kMeasured ? "stopped before the baseline it is compared with was measured"
+                                                      : "stopped before it ran";
+    store_.finish(id, status::kInterrupted, where, "");
+    release(c);
+    erase(id);
+  }
+  for (int64_t id : idle_rows_)
+    if (!drop_empty_row(id, "at stop")) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
+  idle_rows_.clear();
+  store_.end_session(session_, stop_reason_);
+  log_(stop_reason_ == "stopped" ? "stopped" : stop_reason_);
+  signals_.cancel();
+  io_.stop();
+}
+
+void Engine::schedule_pump() {
+  if (pump_scheduled_) return;
+  pump_scheduled_ = true;
+  asio::post(io_, [this] {
+    pump_scheduled_ = false;
+    if (stopping_) maybe_finish_stop();
+    else pump();
+  });
+}
+
+void Engine::pump() {
+  if (stopping_ || !started_ || !environment_ready()) return;
+  maybe_start_round();
+  start_trainings();
+  start_builds();
+  request_proposals();
+}
+
+// ---------------------------------------------------------------- proposals
+
+bool Engine::drop_empty_row(int64_t id, const std::string& when) {
+  if (!store_.delete_if_empty(id)) return false;
+  log_("#" + std::to_string(id) + " removed " + when + ": it had no proposal and no LLM call; its id stays unused");
+  return true;
+}
+
+void Engine::pause_proposals(const std::string& reason, double until) {
+  if (reason != paused_) {
+    paused_ = reason;
+    store_.set_session_paused(session_, reason);
+    if (!reason.empty()) log_(reason);
+  }
+  if (reason.empty() || proposals_blocked_) return;
+  proposals_blocked_ = true;
+  retry_timer_.expires_after(seconds(std::max(0.0, until - now_seconds())));
+  retry_timer_.async_wait([this](const boost::system::error_code& err) {
+    if (err) return;
+    proposals_blocked_ = false;
+    schedule_pump();
+  });
+}
+
+// ---------------------------------------------------------------- the machine's faults
+
+void Engine::environment_fault(const EnvironmentFault& fault) {
+  // One fault met by several handlers at once pauses once; check() backs off.
+  if (!fault_pause_.active()) fault_pause_.trip(fault);
+  paused_ = fault_pause_.status_line();
+  log_(paused_);
+  try {
+    store_.set_session_paused(session_, paused_);
+  } catch (const EnvironmentFault&) {
+    // The store is what failed: daemon.log has the line.
+  }
+  fault_timer_.expires_after(seconds(std::max(0.0, fault_pause_.until() - now_seconds())));
+  fault_timer_.async_wait([this](const boost::system::error_code& err) {
+    if (!err) schedule_pump();
+  });
+}
+
+void Engine::rerun(Candidate& c, const EnvironmentFault& fault) {
+  const std::string where = c.phase == Phase::kBuilding ? "build" : "run";
+  // A fault that follows the same experiment every time is the experiment's own (a stage that
+  // fills the disk): after kMaxFaultReruns runs again it fails, and the slot's reset frees the space.
+  if (++c.fault_reruns > kMaxFaultReruns) {
+    c.child.reset();
+    environment_fault(fault);
+    return fail(c, status::kCrash,
+                where + " met a fault of the machine each of the " + std::to_string(c.fault_reruns) +
+                    " times it ran, so it is the experiment's (did it fill the disk?): " + fault.what(),
+                "");
+  }
+  c.child.reset();
+  c.phase = Phase::kCommitted;
+  c.stage = 0;
+  release(c);
+  if (c.trial) store_.end_trial(c.trial, status::kEnvironmentError, std::nullopt, std::nullopt, "");
+  c.trial = 0;
+  store_.set_state(c.id, "committed");
+  log_("#" + std::to_string(c.id) + " " + where + " met a fault of the machine; it runs again once it clears: " +
+       fault.what());
+  environment_fault(fault);
+}
+
+void Engine::recover(const EnvironmentFault& fault) {
+  log_(std::string("a write failed: ") + fault.what());
+  std::vector<int64_t> ids;
+  for (const auto& [id, c] : candidates_) ids.push_back(id);
+  for (int64_t id : ids) {
+    Candidate& c = candidates_[id];
+    if (c.child || c.asking) continue;  // its handler comes back
+    if (c.phase == Phase::kProposing) {
+      idle_rows_.push_back(id);  // asked again once the fault clears
+      erase(id);
+    } else if (c.phase == Phase::kBuilding || c.phase == Phase::kTraining) {
+      try {
+        rerun(c, fault);
+      } catch (const EnvironmentFault&) {
+        // The row is set right at the next start's reconcile.
+      }
+    } else if (c.phase == Phase::kCommitted && c.slot >= 0) {
+      release(c);  // cut short before its build started
+    }
+  }
+  environment_fault(fault);
+}
+
+bool Engine::environment_ready() {
+  if (!fault_pause_.active()) return true;
+  if (now_seconds() < fault_pause_.until()) return false;
+  if (!fault_pause_.check()) {
+    environment_fault(*fault_pause_.fault());
+    return false;
+  }
+  log_("resumed: the fault cleared");
+  pause_proposals("", 0);
+  std::vector<std::shared_ptr<ProposalDone>> held;
+  held.swap(held_proposals_);
+  for (auto& done : held) {
+    ++proposals_running_;
+    on_proposal(done);
+  }
+  return !stopping_ && !fault_pause_.active();  // a held commit may have met the fault again
+}
+
+void Engine::check_store_file() {
+  if (auto problem = store_.file_problem()) {
+    store_lost_ = true;
+    return fatal(*problem + "; stopping so nothing is written to the lost file");
+  }
+  store_check_timer_.expires_after(seconds(kStoreCheckS));
+  store_check_timer_.async_wait([this](const boost::system::error_code& err) {
+    if (!err) check_store_file();
+  });
+  try {
+    store_.set_session_alive(session_);  // a restart after kill -9 ends this session's experiments here
+  } catch (const EnvironmentFault&) {
+    // A store that takes no write pauses the engine where the write mattered.
+  }
+}
+
+void Engine::request_proposals() {
+  if (proposals_blocked_) return;
+  // The breaker: experiments that keep failing the same way cost no more calls.
+  if (auto p = breaker_.paused()) return pause_proposals(breaker_.status_line(), p->until);
+  // An editor's save may remove program.md for a moment: never propose without it.
+  ProgramFile program = read_program_file(config_.repo / config_.program, config_.max_program_bytes);
+  if (!program.ok())
+    return pause_proposals("paused: " + program.message + "; waiting for it", now_seconds() + config_.retry_wait_s);
+  if (!paused_.empty() && proposals_running_ == 0) pause_proposals("", 0);
+  const size_t target = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
+  const int limit = proposer_.concurrent() ? static_cast<int>(workers_.size()) : 1;
+  // The content checked above is the one every proposal of this round records and sends:
+  // the file is read once, never again after the check.
+  while (candidates_.size() < target && proposals_running_ < limit) request_proposal(program.content);
+}
+
+void Engine::request_proposal(const std::string& program) {
+  const std::string hash = record_program(program);
+  std::optional<Fix> fix;
+  if (!fixes_.empty()) {
+    fix = std::move(fixes_.front());
+    fixes_.pop_front();
+  }
+  int64_t id;
+  if (!fix && !idle_rows_.empty()) {
+    id = idle_rows_.front();
+    idle_rows_.erase(idle_rows_.begin());
+    store_.set_program(id, hash);
+    store_.restart_clock(id);  // the wait for the provider is no part of its duration
+  } else {
+    id = store_.create_experiment(config_.tag, false, best_commit_, hash, proposer_.name(),
+                                  fix ? std::optional<int64_t>(fix->of) : std::nullopt);
+  }
+  Candidate c;
+  c.id = id;
+  c.parent = best_commit_;
+  c.fix_round = fix ? fix->round : 0;
+  c.asking = true;
+  candidates_[id] = c;
+
+  ProposalContext ctx;
+  ctx.experiment_id = id;
+  ctx.program_md = program;
+  ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
+  ctx.history = history();
+  ctx.best_val_bpb = best_val_;
+  if (auto noise = decision_noise(store_.trials(config_.tag))) {
+    std::ostringstream note;
+    note << "Differences below " << config_.noise.z << "σ = " << config_.noise.z * noise->sigma
+         << " are noise (σ = " << noise->sigma
+         << (noise->from_prior ? ", the configured prior" : ", from repeated runs of the same commit") << ").";
+    ctx.noise_note = note.str();
+  }
+  ctx.last_failure = last_failure_;
+  ++proposals_running_;
+  auto box = mailbox_;
+  auto done = std::make_shared<ProposalDone>();
+  done->id = id;
+  done->fix = std::move(fix);
+  std::thread([this, box, done, ctx = std::move(ctx), cancel = cancel_, inside = threads_inside_]() mutable {
+    ++*inside;
+    ctx.cancel = cancel.get();
+    try {
+      done->result = proposer_.propose(ctx);
+    } catch (const std::exception& e) {
+      done->result.error = ProposalError{ProposalError::Kind::kFatal, std::string("proposer failed: ") + e.what(), {}};
+    }
+    --*inside;
+    box->post([this, done] { on_proposal(done); });
+  }).detach();
+}
+
+void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
+  if (proposals_running_ == 0) return;  // given up at stop
+  --proposals_running_;
+  const int64_t id = done->id;
+  if (Candidate* asked = find(id)) asked->asking = false;
+  const ProposalResult& result = done->result;
+  const auto& attempts = result.ok() ? result.proposal->attempts : result.error->attempts;
+  int n = static_cast<int>(store_.attempts(id).size());
+  for (const auto& a : attempts) store_.add_attempt(id, ++n, a);
+  // Recorded: a proposal handled again after a fault adds them no second time.
+  (result.ok() ? done->result.proposal->attempts : done->result.error->attempts).clear();
+  Candidate* c = find(id);
+  if (!c) return;
+  if (stopping_) return schedule_pump();
+
+  if (!result.ok()) {
+    const ProposalError& e = *result.error;
+    switch (e.kind) {
+      case ProposalError::Kind::kExhausted:
+      case ProposalError::Kind::kUnavailable:
+      case ProposalError::Kind::kPaused: {  // a cap: asking again costs no call until it lifts
+        std::string msg = std::string(e.kind == ProposalError::Kind::kExhausted ? "nothing to propose"
+                                      : e.kind == ProposalError::Kind::kPaused  ? "paused"
+                                                                                : "proposer unavailable") +
+                          ": " + e.message;
+        const double wait = ask_again_after(config_.retry_wait_s, e.retry_at, now_seconds());
+        if (e.kind == ProposalError::Kind::kPaused) {
+          // When the cap lifts, not when the next look at it is.
+          msg += std::isinf(e.retry_at) ? std::string(" (lifts when the config changes)")
+                 : e.retry_at > 0       ? " (lifts at " + format_time(e.retry_at).substr(11, 8) + ")"
+                                        : std::string();
+          if (paused_ != msg) {
+            paused_ = msg;
+            store_.set_session_paused(session_, msg);
+          }
+        }
+        if (msg != last_wait_message_)
+          log_(msg + (wait > config_.retry_wait_s ? "; asking again at " + format_time(now_seconds() + wait).substr(11, 8)
+                                                  : "; asking again every " + format_number(config_.retry_wait_s) + " s"));
+        last_wait_message_ = msg;
+        if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
+        else idle_rows_.push_back(id);
+        if (done->fix && !drop_empty_row(id, "while the proposer waits (its fix is asked again later)"))
+          store_.finish(id, status::kProposerError, e.message, "");
+        erase(id);
+        if (!proposals_blocked_) {
+          proposals_blocked_ = true;
+          retry_timer_.expires_after(seconds(wait));
+          retry_timer_.async_wait([this](const boost::system::error_code& err) {
+            if (err) return;
+            proposals_blocked_ = false;
+            schedule_pump();
+          });
+        }
+        return schedule_pump();
+      }
+      case ProposalError::Kind::kFatal:
+        store_.finish(id, status::kProposerError, e.message, "");
+        erase(id);
+        return fatal("proposer: " + e.message);
+      case ProposalError::Kind::kBadEdit:
+        store_.finish(id, status::kProposerError, e.message, "");
+        last_failure_ = Failure{status::kProposerError, e.message};
+        log_("#" + std::to_string(id) + " proposer_error: " + e.message);
+        erase(id);
+        return schedule_pump();
+    }
+  }
+  last_wait_message_.clear();
+  if (!paused_.empty()) pause_proposals("", 0);
+
+  const Proposal& p = *result.proposal;
+  c->description = description_line(p.description);
+  store_.set_proposal(id, c->description);
+  std::string rejected = p.writes.empty() ? "the proposal writes no file" : "";
+  for (const auto& w : p.writes)
+    if (rejected.empty()) rejected = editable_.check_write(w.path);
+  if (!rejected.empty()) return fail(*c, status::kPatchRejected, rejected, "");
+
+  std::vector<FileWrite> writes;
+  if (done->fix)
+    for (const auto& f : done->fix->files) writes.push_back({f.path, f.content});
+  writes.insert(writes.end(), p.writes.begin(), p.writes.end());
+  std::string commit;
+  try {
+    commit = repo_->commit_writes(c->parent, writes, c->description, exp_ref(id));
+  } catch (const GitError& e) {
+    // A full disk under the repo's object store is the machine's fault, not the edit's.
+    if (auto fault = probe_write(config_.repo / ".git" / "objects")) {
+      held_proposals_.push_back(done);
+      c->asking = true;  // its proposal waits in held_proposals_
+      log_("#" + std::to_string(id) + " cannot be committed now; it is committed once the fault clears");
+      return environment_fault(*fault);
+    }
+    // A path that cannot be a file (an existing directory, say) is a bad edit, not a reason to stop.
+    return fail(*c, status::kPatchRejected, std::string("the edit cannot be applied: ") + e.what(), "");
+  }
+  if (commit.empty()) return fail(*c, status::kPatchRejected, "the edit changes nothing", "");
+  store_.set_commit(id, commit, repo_->diff(c->parent, commit));
+  c->commit = commit;
+  c->phase = Phase::kCommitted;
+  log_("#" + std::to_string(id) + " " + short_commit(commit) + " " + c->description +
+       (done->fix ? " (fix " + std::to_string(done->fix->round) + " of #" + std::to_string(done->fix->of) + ")" : ""));
+  schedule_pump();
+}
+
+// ---------------------------------------------------------------- builds
+
+void Engine::start_builds() {
+  std::vector<int64_t> ready;
+  for (const auto& [id, c] : candidates_)
+    if (c.phase == Phase::kCommitted) ready.push_back(id);
+  for (int64_t id : ready) {
+    if (builds_running_ >= config_.max_builds) return;
+    Candidate* c = find(id);
+    if (!c || c->phase != Phase::kCommitted) continue;
+    int slot = free_slot();
+    if (slot < 0) return;
+    start_build(*c, slot);
+  }
+}
+
+void Engine::start_build(Candidate& c, int slot) {
+  // A candidate made against an older best is moved onto the best of the
+  // moment before it is built, so it is measured against what it must beat.
+  if (!c.baseline && c.id > 0 && c.parent != best_commit_) {
+    GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
+    if (pick.commit.empty())
+      return fail(c, status::kConflict,
+                  "made against " + short_commit(c.parent) + ", its change does not apply onto the best " +
+                      short_commit(best_commit_) + ": conflicts in " + join_list(pick.conflicts, 5),
+                  "", "this change conflicts with the best commit:\n" + repo_->diff(c.parent, c.commit));
+    store_.set_reapplied(c.id, pick.commit, best_commit_, repo_->diff(best_commit_, pick.commit));
+    log_("#" + std::to_string(c.id) + " made against " + short_commit(c.parent) + ", moved onto the best " +
+         short_commit(best_commit_) + " as " + short_commit(pick.commit));
+    c.commit = pick.commit;
+    c.parent = best_commit_;
+    ++c.reapplies;
+  }
+  c.slot = slot;
+  c.build_listing.reset();
+  slots_[slot].holder = c.id;
+  if (std::string e = reset_slot(slot, c.commit, slots_[slot].discard_build); !e.empty()) {
+    if (auto fault = slot_fault(slot)) return rerun(c, *fault);
+    return fatal("cannot check out a candidate: " + e);
+  }
+  if (slurm_ && config_.slurm.build == "job") return built_in_job(c);
+  double now = now_seconds();
+  store_.set_stage(c.id, "building", "build", now, now + config_.build_timeout_s, now + config_.build_timeout_s);
+  c.phase = Phase::kBuilding;
+  ++builds_running_;
+  ChildSpec spec;
+  spec.command = config_.build_command;
+  spec.wrapper = sandbox_wrapper(slot, true, spec.command);
+  spec.cwd = slots_[slot].path;
+  spec.env = env_;
+  spec.log = log_path(c, "build");
+  spec.timeout_s = config_.build_timeout_s;
+  const int64_t id = c.id;
+  c.child = ChildProcess::start(
+      io_, spec, [this, id](pid_t pgid) { record_group(id, pgid); },
+      [this, id](const ProcessResult& r) { on_build_exit(id, r); });
+}
+
+void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
+  --builds_running_;
+  Candidate* c = find(id);
+  if (!c) return;
+  c->child.reset();
+  store_.set_pgid(id, std::nullopt);
+  if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
+  auto log = log_path(*c, "build");
+  std::string tail = file_tail(log);
+  if (r.end == ProcessResult::End::kStopped) return fail(*c, status::kInterrupted, "stopped during the build", tail);
+  if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
+  if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
+  if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
+  // Listed as the stages will see it: a build that made no build directory gets its empty one
+  // now, not from the stage's sandbox, which would count as a change.
+  c->build_listing = stat_listing(build_output(c->slot));
+  c->phase = Phase::kBuilt;
+  store_.set_state(id, "built");
+  schedule_pump();
+}
+
+void Engine::build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out) {
+  std::string errors = compiler_errors(file_tail(log, 400, 65536));
+  std::string error = timed_out ? "build " + how : "build failed (" + how + "): " + first_nonblank_line(errors);
+  if (!c.baseline && c.id > 0 && c.fix_round < config_.max_fix_attempts)
+    fixes_.push_back(Fix{c.id, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
+  return fail(c, status::kBuildFail, error, file_tail(log), errors);
+}
+
+// ---------------------------------------------------------------- training
+
+void Engine::start_trainings() {
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (workers_[w].candidate) continue;
+    Candidate* next = nullptr;
+    for (auto& [id, c] : candidates_)  // repeats (ids < 0) first
+      if (c.phase == Phase::kBuilt && may_train(c, workers_[w])) {
+        next = &c;
+        break;
+      }
+    if (!next) continue;
+    next->phase = Phase::kTraining;
+    next->worker = static_cast<int>(w);
+    next->stage = 0;
+    next->run_gpu = workers_[w].gpu;
+    workers_[w].candidate = next->id;
+    if (next->id > 0) store_.set_gpu(next->id, workers_[w].gpu);
+    const std::string run_purpose = !next->purpose.empty() ? next->purpose
+                                    : next->reapplies      ? purpose::kReapplied
+                                                           : purpose::kCandidate;
+    next->trial = store_.begin_trial(next->id > 0 ? next->id : next->row, config_.tag, workers_[w].gpu, run_purpose,
+                                     next->commit, rounds_->scale(workers_[w].gpu), rounds_->calibration());
+    if (slurm_) start_job(*next);
+    else start_stage(*next);
+    if (stopping_) return;
+  }
+}
+
+void Engine::start_stage(Candidate& c) {
+  const StageConfig& s = config_.stages[c.stage];
+  if (std::string t = tamper_check(c); !t.empty())
+    return fail(c, status::kTampered, "before stage " + s.name + ": " + t, "");
+  double now = now_seconds();
+  store_.set_stage(c.id, "running", s.name, now, now + s.timeout_s, now + s.expected_s);
+  ChildSpec spec;
+  spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(),
+                            rounds_->scale(workers_[c.worker].gpu));
+  spec.wrapper = sandbox_wrapper(c.slot, false, spec.command);
+  spec.cwd = slots_[c.slot].path;
+  spec.env = child_env(workers_[c.worker].gpu);
+  spec.log = log_path(c, s.name);
+  spec.timeout_s = s.timeout_s;
+  const int64_t id = c.id;
+  c.child = ChildProcess::start(
+      io_, spec, [this, id](pid_t pgid) { record_group(id, pgid); },
+      [this, id](const ProcessResult& r) { on_stage_exit(id, r); });
+}
+
+void Engine::on_stage_exit(int64_t id, const ProcessResult& r) {
+  Candidate* c = find(id);
+  if (!c) return;
+  c->child.reset();
+  store_.set_pgid(id, std::nullopt);
+  if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
+  const StageConfig& s = config_.stages[c->stage];
+  auto log = log_path(*c, s.name);
+  std::string tail = file_tail(log);
+  if (r.end == ProcessResult::End::kStopped)
+    return fail(*c, status::kInterrupted, "stopped during stage " + s.name, tail);
+  if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
+  if (r.end == ProcessResult::End::kTimedOut)
+    return fail(*c, status::kTimeout, "stage " + s.name + " " + r.describe(), tail);
+  if (!r.ok()) {
+    std::string fl = fail_line(file_tail(log, 400, 65536));
+    // The harness's integrity probes failed: the experiment fooled the metric, it did not crash.
+    if (auto probe = tampered_reason(fl))
+      return fail(*c, status::kTampered, "stage " + s.name + ": integrity probe failed: " + *probe, tail);
+    return fail(*c, status::kCrash, "stage " + s.name + " failed (" + r.describe() + ")" + (fl.empty() ? "" : ": " + fl),
+                tail);
+  }
+  if (++c->stage < config_.stages.size()) {
+    if (stopping_) return fail(*c, status::kInterrupted, "stopped after stage " + s.name, tail);
+    return start_stage(*c);
+  }
+  finish_training(*c, log);
+}
+
+void Engine::finish_training(Candidate& c, const std::filesystem::path& last_log) {
+  const std::string& last = config_.stages.back().name;
+  std::string tail = file_tail(last_log);
+  if (std::string t = tamper_check(c); !t.empty())
+    return fail(c, status::kTampered, "after stage " + last + ": " + t, tail);
+  // The whole log (capped when it was written): a second block anywhere in it is a forgery.
+  SummaryParse parsed = parse_summary(file_tail(last_log, std::numeric_limits<size_t>::max(), size_t{1} << 30),
+                                      config_.summary_keys);
+  if (!parsed.tampered.empty())
+    return fail(c, status::kTampered, "stage " + last + ": the summary cannot be believed: " + parsed.tampered, tail);
+  const std::optional<Summary>& summary = parsed.summary;
+  if (!summary) return fail(c, status::kCrash, "stage " + last + " printed no summary block", tail);
+  auto it = summary->values.find(config_.metric);
+  if (it == summary->values.end())
+    return fail(c, status::kCrash, "the summary of stage " + last + " has no " + config_.metric, tail);
+  double v = it->second;
+  if (!std::isfinite(v)) return fail(c, status::kCrash, config_.metric + " is " + format_number(v), tail);
+  auto value_of = [&](const char* key) -> std::optional<double> {
+    auto f = summary->values.find(key);
+    if (f == summary->values.end()) return std::nullopt;
+    return f->second;
+  };
+  store_.end_trial(c.trial, "ok", value_of("training_seconds"), v, summary->to_json());
+  std::optional<long> steps;
+  if (auto n = value_of("num_steps")) steps = static_cast<long>(*n);
+  std::optional<double> tokens;
+  if (auto t = value_of("total_tokens_M")) tokens = *t * 1e6;
+  store_.set_trial_steps(c.trial, steps, tokens);
+  c.trial = 0;
+  // The GPU is free for the next candidate while this one is decided.
+  workers_[c.worker].candidate = 0;
+  c.worker = -1;
+  if (c.id < 0) return end_repeat(c, "ok", steps);
+  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary->to_json()});
+  if (c.in_round) {
+    c.in_round = false;
+    rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), steps);
+  }
+  decide(c, v);
+  maybe_end_round();
+  schedule_pump();
+}
+
+// ---------------------------------------------------------------- decisions
+
+void Engine::decide(Candidate& c, double v) {
+  std::string tail = file_tail(log_path(c, config_.stages.back().name));
+  if (c.baseline) {
+    baseline_pending_ = false;
+    const std::string why = config_.metric + " " + format_number(v);
+    store_.set_decision(c.id, "kept: the baseline, " + why, v);
+    keep(c, v, why);
+    decide_deferred();  // candidates measured while the baseline ran, in order
+    return;
+  }
+  // Decided later: before the baseline or during a round that holds candidates
+  // back, and while the best's re-runs are on their way (its mean rests on
+  // kMinIncumbentRuns runs before anything is measured against it).
+  const bool stale = c.parent != best_commit_;
+  if (baseline_pending_ || rounds_->holds() || (!stale && incumbent_pending())) {
+    deferred_.push_back(c.id);
+    c.phase = Phase::kMeasured;
+    release(c);  // its slot and GPU; the decision needs no files
+    return;
+  }
+  // The keep rule (keep_rule.h) on every run of the candidate and of the commit
+  // it was made against, under the boards' current calibration.
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  const int64_t calibration = rounds_->calibration();
+  std::vector<double> runs = runs_of(trials, c.commit, calibration);
+  if (runs.empty()) {  // measured before the boards were calibrated again
+    log_("#" + std::to_string(c.id) + " was measured under an older board calibration; it runs again");
+    c.pin_gpu.clear();
+    c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
+    return schedule_pump();
+  }
+  KeepInput in;
+  in.incumbent = runs_of(trials, c.parent, calibration);
+  if (in.incumbent.empty()) in.incumbent = runs_of(trials, best_commit_, calibration);
+  in.candidate = runs;
+  in.noise = decision_noise(trials);
+  auto row = store_.experiment(c.id);
+  const DiffLines lines = count_diff_lines(row ? row->diff : "");
+  in.lines_added = lines.added;
+  in.lines_removed = lines.removed;
+  in.confirmations_done = c.confirmations;
+  const double mean = spread_of(runs).mean;
+  if (stale) {
+    // Measured on an older best, its runs only screen it: better than that best
+    // (Δ > 0), its change is re-applied onto the best and the rule decides on
+    // the new runs; else it is discarded.
+    const Spread parent = spread_of(in.incumbent);
+    std::ostringstream why;
+    why << std::fixed << std::setprecision(6) << "mean " << mean << " (n=" << runs.size() << ") on the older best "
+        << short_commit(c.parent) << ", whose mean is " << parent.mean << " (n=" << parent.n << "): Δ = " << std::showpos
+        << parent.mean - mean;
+    if (parent.mean - mean > 0) {
+      store_.set_decision(c.id, "re-applied: " + why.str() + " > 0", mean);
+      return reapply(c, mean);
+    }
+    ++since_round_;
+    store_.set_decision(c.id, "discarded: " + why.str() + " ≤ 0", mean);
+    return fail(c, status::kDiscarded, "discarded: " + why.str() + " ≤ 0", tail);
+  }
+  const KeepDecision d = decide_keep(in, keep_settings(config_));
+  store_.set_decision(c.id, d.reason, mean);
+  if (d.verdict == Verdict::confirm) {
+    std::vector<std::string> gpus;
+    for (const auto& w : workers_) gpus.push_back(w.gpu);
+    ++c.confirmations;
+    c.purpose = purpose::kConfirm;
+    c.pin_gpu = confirmation_gpu(gpus, gpus_of(trials, c.commit, calibration));
+    c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
+    log_("#" + std::to_string(c.id) + " runs again" + (c.pin_gpu.empty() ? "" : " on GPU " + c.pin_gpu) + ": " + d.reason);
+    return schedule_pump();
+  }
+  ++since_round_;
+  if (d.verdict == Verdict::discard) return fail(c, status::kDiscarded, d.reason, tail);
+  keep(c, mean, d.reason);
+}
+
+void Engine::decide_deferred() {
+  std::vector<int64_t> waiting;
+  waiting.swap(deferred_);
+  for (int64_t id : waiting)
+    if (Candidate* d = find(id)) {
+      auto row = store_.experiment(id);
+      if (row && row->val_bpb) decide(*d, *row->val_bpb);
+    }
+}
+
+void Engine::reapply(Candidate& c, double v) {
+  std::string tail = file_tail(log_path(c, config_.stages.back().name));
+  std::ostringstream what;
+  // It did better than the best it was measured against; whether it beats the
+  // best of now is measured again on top of it.
+  what << config_.metric << " " << v << " was measured on " << short_commit(c.parent)
+       << ", an older best, and beat it (the best is now " << *best_val_ << ")";
+  if (c.reapplies >= kMaxReapplies)
+    return fail(c, status::kDiscarded, what.str() + ", " + std::to_string(c.reapplies) + " times: given up", tail);
+  release(c);
+  GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
+  if (pick.commit.empty())
+    return fail(c, status::kConflict,
+                what.str() + "; its change does not apply onto " + short_commit(best_commit_) + ": conflicts in " +
+                    join_list(pick.conflicts, 5),
+                tail, "this change conflicts with the best commit:\n" + repo_->diff(c.parent, c.commit));
+  store_.set_reapplied(c.id, pick.commit, best_commit_, repo_->diff(best_commit_, pick.commit));
+  log_("#" + std::to_string(c.id) + " " + what.str() + "; re-applied onto " + short_commit(best_commit_) + " as " +
+       short_commit(pick.commit) + ", to be measured again");
+  c.commit = pick.commit;
+  c.parent = best_commit_;
+  ++c.reapplies;
+  c.phase = Phase::kCommitted;
+  c.stage = 0;
+  c.purpose.clear();
+  c.pin_gpu.clear();
+  c.confirmations = 0;
+  schedule_pump();
+}
+
+void Engine::keep(Candidate& c, double v, const std::string& why) {
+  std::string tail = file_tail(log_path(c, config_.stages.back().name));
+  store_.finish(c.id, status::kKept, "", tail);
+  breaker_.record_success();
+  repo_->set_ref(branch_ref_, c.commit, "autoresearchd: keep #" + std::to_string(c.id));
+  best_commit_ = c.commit;
+  best_val_ = v;
+  best_id_ = c.id;
+  last_failure_.reset();
+  log_("#" + std::to_string(c.id) + " kept: " + why);
+  release(c);
+  erase(c.id);
+  if (!rounds_->active()) top_up_incumbent();
+  schedule_pump();
+}
+
+// ---------------------------------------------------------------- repeats
+
+void Engine::add_repeat(const std::string& what, const std::string& gpu, bool in_round) {
+  Candidate c;
+  c.id = --next_repeat_;
+  c.row = best_id_;
+  c.purpose = what;
+  c.pin_gpu = gpu;
+  c.in_round = in_round;
+  c.phase = Phase::kCommitted;
+  c.parent = c.commit = best_commit_;
+  c.description = what + " run of #" + std::to_string(best_id_);
+  candidates_[c.id] = std::move(c);
+}
+
+void Engine::start_round(bool hold, const std::string& reason) {
+  rounds_->begin(hold, reason);
+  log_("noise round (" + reason + "): the best " + short_commit(best_commit_) + " on every GPU");
+  for (const auto& w : workers_) {
+    bool covered = false;  // the baseline is the first GPU's run of the start round
+    for (const auto& [id, c] : candidates_) covered = covered || (c.baseline && c.in_round && c.pin_gpu == w.gpu);
+    if (!covered) add_repeat(purpose::kNoise, w.gpu, true);
+  }
+}
+
+void Engine::maybe_start_round() {
+  if (!config_.noise.rounds || baseline_pending_ || rounds_->active() || !best_id_) return;
+  const double now = now_seconds();
+  const NoiseDue due = rounds_->due(since_round_, now, config_.noise.every, config_.noise.max_age_s);
+  if (due == NoiseDue::not_due) return;
+  const double age = rounds_->last_round_at() ? now - *rounds_->last_round_at() : 0;
+  start_round(false, describe(due, since_round_, age));
+}
+
+void Engine::maybe_end_round() {
+  if (!rounds_->complete()) return;
+  const double now = now_seconds();
+  const std::string problem = rounds_->finish(now);
+  if (!problem.empty()) log_("warning: " + problem);
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  const auto measured = measured_noise(trials, rounds_->noise_from());
+  NoiseRow row;
+  row.created_at = now;
+  if (measured) row.sigma = measured->sigma, row.df = measured->df;
+  row.calibration = rounds_->calibration();
+  row.scales = format_scales(rounds_->scales());
+  row.reason = rounds_->reason() + (problem.empty() ? "" : "; " + problem);
+  store_.add_noise_estimate(config_.tag, row);
+  if (rounds_->recalibrated()) {
+    log_("boards calibrated (calibration " + std::to_string(rounds_->calibration()) + "): budget scales " + row.scales);
+    return start_round(true, "recalibrated");  // the best is measured under the new scales before anything else
+  }
+  if (rounds_->wants_settle_round(measured))
+    return start_round(true, "σ rests on df " + std::to_string(measured ? measured->df : 0) + ": another round");
+  log_("noise round done: " + (measured ? "σ = " + format_number(measured->sigma) + " (df " + std::to_string(measured->df) + ")"
+                                        : std::string("σ not yet known")) +
+       (rounds_->calibrates() ? ", budget scales " + row.scales : ""));
+  since_round_ = 0;
+  decide_deferred();
+  top_up_incumbent();
+}
+
+void Engine::top_up_incumbent() {
+  if (!config_.noise.rounds || baseline_pending_ || !best_id_) return;
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  std::vector<std::string> used = gpus_of(trials, best_commit_, rounds_->calibration());
+  for (const auto& [id, c] : candidates_)
+    if (id < 0 && c.commit == best_commit_) used.push_back(c.pin_gpu);  // on its way
+  std::vector<std::string> gpus;
+  for (const auto& w : workers_) gpus.push_back(w.gpu);
+  for (int k = incumbent_reruns_wanted(static_cast<int>(used.size())); k > 0; --k) {
+    const std::string gpu = confirmation_gpu(gpus, used);
+    used.push_back(gpu);
+    add_repeat(purpose::kIncumbent, gpu, false);
+  }
+}
+
+void Engine::end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps) {
+  if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
+  c.trial = 0;
+  if (c.in_round) rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), final_status == "ok" ? steps : std::nullopt);
+  if (final_status == "ok" && c.commit == best_commit_) {
+    // The best's value is the mean of its runs under the current calibration.
+    const auto runs = runs_of(store_.trials(config_.tag), best_commit_, rounds_->calibration());
+    if (!runs.empty()) {
+      best_val_ = spread_of(runs).mean;
+      store_.set_decision(best_id_, store_.decision(best_id_), best_val_);
+    }
+  }
+  if (final_status != "ok")
+    log_(c.description + " on GPU " + c.run_gpu + ": " + final_status);
+  release(c);
+  erase(c.id);
+  maybe_end_round();
+  if (!incumbent_pending()) decide_deferred();
+  schedule_pump();
+}
+
+bool Engine::incumbent_pending() const {
+  for (const auto& [id, c] : candidates_)
+    if (id < 0 && c.purpose == purpose::kIncumbent && c.commit == best_commit_) return true;
+  return false;
+}
+
+bool Engine::may_train(const Candidate& c, const Worker& w) const {
+  if (c.id > 0 && !c.baseline && rounds_->holds()) return false;  // a round measures the best first
+  return c.pin_gpu.empty() || c.pin_gpu == w.gpu;
+}
+
+std::optional<NoiseEstimate> Engine::decision_noise(const std::vector<TrialRow>& trials) const {
+  return noise_status(trials, rounds_->noise_from(), config_.noise.prior_sigma, config_.noise.z).used;
+}
+
+void Engine::fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
+                  const std::string& failure_detail) {
+  if (c.id < 0) return end_repeat(c, final_status, std::nullopt);
+  const int64_t id = c.id;
+  const bool baseline = c.baseline;
+  if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
+  store_.finish(id, final_status, error, log_tail);
+  if (final_status == status::kDiscarded) breaker_.record_success();
+  // A conflict says only that another worker moved the best meanwhile: no failure the breaker counts.
+  else if (final_status != status::kInterrupted && final_status != status::kConflict)
+    breaker_.record_failure(final_status, error);
+  if (final_status != status::kDiscarded && final_status != status::kInterrupted)
+    // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.
+    last_failure_ =
+        Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
+  // A failed baseline stops the daemon: its fatal line below says all of this, so it is logged once.
+  const bool fatal_baseline = baseline && final_status != status::kInterrupted;
+  if (!fatal_baseline) log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
+  // What a tampered experiment's children could reach is not trusted: its build output goes too,
+  // and a ref it moved (possible unconfined) is put back, or every later experiment would be tampered.
+  if (final_status == status::kTampered) {
+    if (c.slot >= 0) slots_[c.slot].discard_build = true;
+    restore_refs(c);
+  }
+  release(c);
+  erase(id);
+  if (fatal_baseline)
+    return fatal("the baseline #" + std::to_string(id) + " failed (" + final_status + ")" + (error.empty() ? "" : ": " + error));
+  schedule_pump();
+}
+
+void Engine::release(Candidate& c) {
+  if (c.worker >= 0) workers_[c.worker].candidate = 0;
+  c.worker = -1;
+  const int slot = std::exchange(c.slot, -1);
+  if (slot >= 0) {
+    slots_[slot].holder = 0;
+    // Nothing a child left outlives it. A slot that cannot be made clean on a full disk is reset
+    // again before its next use; otherwise the daemon stops rather than run in it.
+    if (std::string e = reset_slot(slot, best_commit_, slots_[slot].discard_build); !e.empty()) {
+      if (slot_fault(slot)) log_("warning: cannot reset a worktree to the best yet: " + e);
+      else fatal("cannot reset a worktree to the best: " + e);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- helpers
+
+std::filesystem::path Engine::build_output(int slot) const {
+  const std::filesystem::path out = slots_[slot].path / config_.build_dir;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out, ec);
+  return out;
+}
+
+std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build, const std::string& command) const {
+  if (config_.sandbox.mode != "bwrap") return {};
+  SandboxSpec box;
+  box.worktree = slots_[slot].path;
+  box.scratch = state_.root / "scratch" / std::to_string(slot);
+  std::filesystem::create_directories(box.scratch);
+  // Both are tmpfs mounts of the sandbox: capped, empty at every start, gone when the child ends.
+  box.tmp_bytes = static_cast<uint64_t>(config_.sandbox.tmp_mb) << 20;
+  box.scratch_bytes = static_cast<uint64_t>(config_.sandbox.scratch_mb) << 20;
+  for (const auto& p : config_.sandbox.read_only) box.system_read_only.push_back(p);
+  if (!build) {
+    // The build is the only writer of its output: a stage runs what was built, and cannot leave
+    // a binary for the next experiment. The tamper check before the stage saw a real directory.
+    box.read_only.push_back(build_output(slot));
+  }
+  if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
+  box.devices = nvidia_devices();
+  box.network = config_.sandbox.network;
+  return ard::sandbox_wrapper(box, command);
+}
+
+void Engine::record_group(int64_t id, pid_t pgid) {
+  if (id < 0) {  // a repeat belongs to no experiment in flight: its group is recorded on its own
+    if (Candidate* c = find(id))
+      c->group_record = store_.add_process_group(pgid, process_start_time(pgid).value_or(0), c->description);
+    return;
+  }
+  // The leader is held at the gate, so its start time is readable here.
+  if (auto start = process_start_time(pgid)) store_.set_pgid(id, pgid, *start);
+  else store_.set_pgid(id, pgid);
+}
+
+std::string Engine::tamper_check(const Candidate& c) {
+  std::vector<std::string> bad;
+  const Slot& slot = slots_[c.slot];
+  for (const auto& p : slot.repo->differences(c.commit, SlotKeep{{config_.build_dir}})) bad.push_back(p);
+  if (c.build_listing && stat_listing(slot.path / config_.build_dir) != *c.build_listing)
+    bad.push_back(config_.build_dir + " (changed after the build)");
+  if (slot.repo->head() != c.commit) bad.push_back("HEAD (moved to " + short_commit(slot.repo->head()) + ")");
+  if (repo_->ref_target(branch_ref_) != best_commit_) bad.push_back("autoresearch/" + config_.tag + " (moved)");
+  const int64_t row = c.id > 0 ? c.id : c.row;
+  if (repo_->ref_target(exp_ref(row)) != c.commit) bad.push_back(exp_ref(row) + " (moved)");
+  if (bad.empty()) return "";
+  return "the worktree differs from the experiment's commit: " + join_list(bad, 10);
+}
+
+void Engine::restore_refs(const Candidate& c) {
+  try {
+    if (repo_->ref_target(branch_ref_) != best_commit_) {
+      repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: put back after a tampered experiment");
+      log_("autoresearch/" + config_.tag + " was moved by #" + std::to_string(c.id) + "; put back at " +
+           short_commit(best_commit_));
+    }
+    const int64_t row = c.id > 0 ? c.id : c.row;
+    if (!c.commit.empty() && repo_->ref_target(exp_ref(row)) != c.commit)
+      repo_->set_ref(exp_ref(row), c.commit, "autoresearchd: put back after a tampered experiment");
+  } catch (const GitError& e) {
+    log_(std::string("warning: cannot put a moved ref back: ") + e.what());
+  }
+}
+
+std::optional<EnvironmentFault> Engine::slot_fault(int index) {
+  if (auto fault = probe_write(slots_[index].path)) return fault;
+  return probe_write(std::filesystem::path(config_.repo) / ".git");
+}
+
+std::string Engine::reset_slot(int index, const std::string& commit, bool discard_build) {
+  Slot& slot = slots_[index];
+  const SlotKeep keep = discard_build ? SlotKeep{} : SlotKeep{{config_.build_dir}};
+  if (slot.repo) {  // none: its re-creation failed before (a full disk); it is tried again
+    try {
+      slot.repo->checkout_detached(commit, keep);
+      slot.discard_build = false;
+      return "";
+    } catch (const GitError& e) {
+      // Files equal to the commit: git's own metadata (HEAD, the index) could not be written, a
+      // fault of the machine (a full disk under .git) that deleting the slot would not mend.
+      std::vector<std::string> left;
+      try {
+        left = slot.repo->differences(commit, keep);
+      } catch (const std::exception&) {
+        left = {"."};
+      }
+      if (left.empty()) return e.what();
+      log_(std::string("slot ") + slot.path.filename().string() + " cannot be made clean (" + e.what() +
+           "): deleted and created again");
+    }
+  }
+  try {
+    slot.repo.reset();
+    slot.repo = repo_->recreate_worktree(slot.path.filename().string(), slot.path, commit);
+    slot.discard_build = false;
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string Engine::record_program(const std::string& content) {
+  std::string hash = blob_hash(content);
+  store_.put_program(hash, content);
+  return hash;
+}
+
+std::vector<HistoryEntry> Engine::history() {
+  std::vector<HistoryEntry> out;
+  for (const auto& r : store_.experiments(config_.tag)) {
+    if (!is_final_state(r.state)) continue;
+    HistoryEntry h;
+    h.id = r.id;
+    h.commit = short_commit(r.commit);
+    h.description = display_description(r);  // a proposer error says so, never ""
+    h.val_bpb = r.val_bpb;
+    h.status = r.state;
+    h.baseline = r.is_baseline;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::vector<std::string> Engine::child_env(const std::string& gpu) const {
+  if (gpu.empty()) return env_;
+  std::vector<std::string> env;
+  for (const auto& e : env_)
+    if (e.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) env.push_back(e);
+  env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
+  return env;
+}
+
+std::filesystem::path Engine::log_path(const Candidate& c, const std::string& name) const {
+  std::string run = c.reapplies ? "-r" + std::to_string(c.reapplies) : "";
+  if (c.confirmations) run += "-c" + std::to_string(c.confirmations);
+  if (c.id < 0) run += "-" + c.purpose + std::to_string(-c.id);
+  return state_.logs() / (std::to_string(c.id > 0 ? c.id : c.row) + run + "-" + name + ".log");
+}
+
+std::string Engine::exp_ref(int64_t id) const {
+  return "refs/autoresearch/" + config_.tag + "/exp/" + std::to_string(id);
+}
+
+int Engine::free_slot() const {
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (!slots_[i].holder) return static_cast<int>(i);
+  return -1;
+}
+
+size_t Engine::count(Phase phase) const {
+  size_t n = 0;
+  for (const auto& [id, c] : candidates_) n += c.phase == phase ? 1 : 0;
+  return n;
+}
+
+Engine::Candidate* Engine::find(int64_t id) {
+  auto it = candidates_.find(id);
+  return it == candidates_.end() ? nullptr : &it->second;
+}
+
+void Engine::erase(int64_t id) { candidates_.erase(id); }
+
+}  // namespace ard

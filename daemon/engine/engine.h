@@ -1,0 +1,339 @@
+// The research engine: one Boost.Asio io_context owns the daemon's state and
+// keeps every GPU training.
+//
+// One worker per GPU trains one candidate at a time. Candidates are proposed
+// ahead of need (`lookahead` per GPU), each on a thread of its own whose
+// result is posted back to the loop; committed in the object database under
+// refs/autoresearch/<tag>/exp/<id> (no checkout needed); built in a worktree
+// slot of their own while other candidates train (at most `max_builds` at
+// once); then trained on the first free GPU. So the LLM call and the build of
+// candidate k+1 overlap the training of candidate k.
+//
+// autoresearch/<tag> is the chain of kept commits: a candidate is kept only
+// when its parent is the best of the moment and it beats it. A candidate made
+// against an older best that beats the current best has its change re-applied
+// onto the current best (a cherry-pick), and that combination is evaluated
+// and must win in turn; a change that does not re-apply is a `conflict`, and
+// its stale diff goes back to the proposer.
+//
+// Children are Boost.Process v2 processes (child_process.h) whose exits
+// arrive as events; timeouts are steady_timers; SIGTERM and SIGINT arrive
+// through a signal_set. Every state change is written to the store before
+// the next step, and a branch moves only after the store says why, so a
+// daemon killed anywhere restarts into a consistent state.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/config.h"
+#include "daemon/decide/circuit_breaker.h"
+#include "daemon/decide/noise_rounds.h"
+#include "daemon/exec/child_process.h"
+#include "daemon/exec/fault_pause.h"
+#include "daemon/git_repo.h"
+#include "daemon/log.h"
+#include "daemon/store/state_dir.h"
+#include "daemon/store/store.h"
+#include "proposers/editable.h"
+#include "proposers/proposer.h"
+
+namespace ard {
+
+class SlurmClient;
+class SlurmExecutor;
+struct JobEnd;
+
+/// Whether the engine calibrates its boards (noise_rounds.h): `noise.calibrate`,
+/// a stage that passes {budget_scale} on, and the local executor. A Slurm
+/// worker is a job slot whose jobs land on any node, so a scale per worker
+/// would calibrate nothing; there every run gets scale 1.
+bool calibrates_boards(const Config& config);
+
+/// Replaces {data_dir}, {budget}, {worktree} and {budget_scale} (the board
+/// calibration, noise_rounds.h) in a stage command.
+std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
+                       const std::string& worktree, double budget_scale = 1);
+
+/// The compiler's error lines from a build log (or its tail when none match).
+std::string compiler_errors(const std::string& log);
+
+/// The longest wait before asking a proposer again that the proposer asked
+/// for (a provider's Retry-After, a call cap's lifting): one hour.
+constexpr double kMaxAskWaitS = 3600;
+
+/// Seconds before asking an unavailable or paused proposer again at `now`:
+/// retry_wait_s, or until retry_at (Unix seconds) when that is later, at most
+/// kMaxAskWaitS (or retry_wait_s, when that is longer). An infinite retry_at
+/// (a cost cap, which lifts only when the config changes) waits retry_wait_s.
+double ask_again_after(double retry_wait_s, double retry_at, double now);
+
+/// The LLM client's call records, written by the loop: a proposal thread
+/// posts each record to the io_context instead of touching the store.
+class LoopCallSink : public llm::CallSink {
+ public:
+  LoopCallSink(boost::asio::io_context& io, Store& store) : io_(io), store_(store) {}
+  void record(const llm::CallRecord& call) override;
+  void call_started(const llm::CallRecord& call) override;
+  /// Read once, when the proposer is built, before the loop runs.
+  llm::Spend spend(const std::string& tag) override { return store_.spend(tag); }
+  /// Read once, when the proposer is built, before the loop runs.
+  std::optional<long> learnt_limit(const std::string& provider) override { return store_.learnt_limit(provider); }
+  void learn_limit(const std::string& provider, long tokens, const std::string& reason) override;
+
+ private:
+  boost::asio::io_context& io_;
+  Store& store_;
+};
+
+class Engine {
+ public:
+  /// gpus: the workers' GPU ids (gpus.h); empty: one worker that sets no device.
+  Engine(boost::asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
+         Log& log, std::vector<std::string> gpus);
+  ~Engine();
+
+  /// Runs the loop until SIGTERM/SIGINT or a fatal error (thrown as
+  /// FatalError once the loop has wound down: children killed, rows finished,
+  /// the session closed). Returns the number of proposal threads still inside
+  /// a proposer that ignored the stop (the caller must then end the process
+  /// without waiting for them).
+  int run();
+
+ private:
+  /// kMeasured: trained, waiting for the baseline's value to be decided.
+  enum class Phase { kProposing, kCommitted, kBuilding, kBuilt, kTraining, kMeasured };
+  struct Candidate {
+    int64_t id = 0;
+    bool baseline = false;
+    Phase phase = Phase::kProposing;
+    std::string parent;  ///< the best it was made against
+    std::string commit;
+    std::string description;
+    int fix_round = 0;   ///< which fix of a build failure it is (0: none)
+    int reapplies = 0;   ///< how often its change was re-applied onto a newer best
+    int slot = -1;       ///< the worktree slot it is built and trained in
+    int fault_reruns = 0;  ///< runs again after a fault of the machine (kMaxFaultReruns at most)
+    /// The build directory as the build left it (stat_listing); a stage that
+    /// changed it is tampered. Unset before the local build.
+    std::optional<std::string> build_listing;
+    int worker = -1;     ///< the worker training it
+    size_t stage = 0;    ///< the stage running now
+    int64_t trial = 0;
+    std::shared_ptr<ChildProcess> child;
+    bool asking = false;  ///< a proposal thread works on it
+    // Decisions that hold (docs/daemon.md, "The keep rule"). A repeat run (a
+    // noise round's or the incumbent's) has an id < 0 and runs `row`'s commit.
+    int64_t row = 0;          ///< the experiment a repeat's trial belongs to
+    std::string purpose;      ///< the trial's purpose (run_evidence.h)
+    std::string pin_gpu;      ///< set: it trains on this GPU only
+    std::string run_gpu;      ///< the GPU of the run in progress
+    bool in_round = false;    ///< one of a noise round's runs
+    int confirmations = 0;    ///< runs of the candidate after its first (on this commit)
+    int64_t group_record = 0; ///< a repeat's process_groups record
+  };
+  struct Worker {
+    std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
+    int64_t candidate = 0;
+  };
+  struct Slot {
+    std::filesystem::path path;
+    std::unique_ptr<GitRepo> repo;
+    int64_t holder = 0;
+    bool discard_build = false;  ///< a tampered experiment ran here: its build directory goes at the next reset
+  };
+  struct Fix {  ///< a build failure the next proposal is asked to fix
+    int64_t of = 0;
+    int round = 0;
+    std::vector<EditableFile> files;  ///< the editable files as the failed commit had them
+  };
+  /// What a proposal thread hands back to the loop.
+  struct ProposalDone;
+  /// Where proposal and data threads post their results (engine.cc).
+  struct Mailbox;
+
+  // Start and stop.
+  void reconcile();
+  /// Checks out every slot; false when a stop came meanwhile (the loop is polled between checkouts).
+  bool open_slots();
+  void prepare_data_then_begin();
+  void begin();
+  void on_signal(int signal);
+  void stop(const std::string& reason);
+  void maybe_finish_stop();
+  void fatal(const std::string& message);
+  /// Proposing waits until `until` (Unix seconds) for the reason given; the
+  /// reason is stored so that status shows it. An empty reason: proposing again.
+  /// Deletes the row of an experiment that got no proposal and no LLM call
+  /// (store.delete_if_empty) and logs it, since its id then stays unused.
+  /// when: why, e.g. "at stop".
+  bool drop_empty_row(int64_t id, const std::string& when);
+  void pause_proposals(const std::string& reason, double until);
+
+  // The machine's faults (fault_pause.h): nothing starts while one is in force.
+  /// Pauses everything; status shows the fault, a timer retries.
+  void environment_fault(const EnvironmentFault& fault);
+  /// The experiment met a fault of the machine: it goes back to be built and
+  /// run again once the fault clears (its trial reads environment_error).
+  void rerun(Candidate& c, const EnvironmentFault& fault);
+  /// A handler was cut short by a fault (the store's): candidates left without
+  /// a child or a proposal thread are put back, then everything pauses.
+  void recover(const EnvironmentFault& fault);
+  /// False while the pause is in force; at its time, probes whether the fault cleared.
+  bool environment_ready();
+  /// Every few seconds: whether results.db is still the file the store has
+  /// open; deleted or replaced, the daemon stops without writing to it again.
+  void check_store_file();
+
+  // The pipeline.
+  void pump();
+  /// Every handler ends here: one pump (or, while stopping, the check whether
+  /// the stop is complete) runs after the handler returned.
+  void schedule_pump();
+  /// Reads program.md once; while it is readable, asks for proposals up to the target.
+  void request_proposals();
+  /// One proposal with program, the content request_proposals read (recorded and sent as is).
+  void request_proposal(const std::string& program);
+  void on_proposal(const std::shared_ptr<ProposalDone>& done);
+  void start_builds();
+  void start_build(Candidate& c, int slot);
+  void on_build_exit(int64_t id, const ProcessResult& r);
+  /// A failed build (how: "exit code 1", ...): build_fail, and a fix owed when rounds are left.
+  void build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out);
+  void start_trainings();
+  void start_stage(Candidate& c);
+  void on_stage_exit(int64_t id, const ProcessResult& r);
+  void finish_training(Candidate& c, const std::filesystem::path& last_log);
+  void decide(Candidate& c, double value);
+  void reapply(Candidate& c, double value);
+
+  // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
+  void open_slurm();
+  void start_job(Candidate& c);
+  /// slurm.build = "job": the candidate is checked out and goes to training; its job builds it first.
+  void built_in_job(Candidate& c);
+  void on_job_id(int64_t id, const std::string& job, const std::string& node);
+  void on_job_end(int64_t id, const JobEnd& end);
+
+  // Endings.
+  void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
+            const std::string& failure_detail = "");
+  void release(Candidate& c);
+  void keep(Candidate& c, double value, const std::string& why);
+
+  // Noise rounds, confirmations and the incumbent's re-runs (noise_rounds.h, keep_rule.h).
+  void add_repeat(const std::string& purpose, const std::string& gpu, bool in_round);
+  void start_round(bool hold, const std::string& reason);
+  void maybe_start_round();
+  void decide_deferred();
+  /// Re-runs of the best (after a keep) not finished yet.
+  bool incumbent_pending() const;
+  void maybe_end_round();
+  void top_up_incumbent();
+  void end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps);
+  bool may_train(const Candidate& c, const Worker& w) const;
+  std::optional<NoiseEstimate> decision_noise(const std::vector<TrialRow>& trials) const;
+
+  // Helpers.
+  /// The bubblewrap command line that confines a child of this slot (the slot
+  /// and its scratch writable, the data read-only, the build directory
+  /// writable for the build alone), ending in `--`; empty with
+  /// `sandbox.mode = "off"`.
+  /// The slot's build directory (build.dir), created empty where the build made none.
+  std::filesystem::path build_output(int slot) const;
+  std::vector<std::string> sandbox_wrapper(int slot, bool build, const std::string& command) const;
+  /// Records a child's group (and its leader's start time) before it runs.
+  void record_group(int64_t id, pid_t pgid);
+  std::string tamper_check(const Candidate& c);
+  /// Makes slot equal to commit (GitRepo::checkout_detached, the build
+  /// directory kept unless discard_build); where that fails, deletes the slot
+  /// and creates it again. Returns "" or why even that failed.
+  std::string reset_slot(int slot, const std::string& commit, bool discard_build = false);
+  /// Points the branch back at the best and c's ref back at its commit, where a child moved them.
+  void restore_refs(const Candidate& c);
+  /// A fault of the machine where a slot's reset writes: the slot's disk or the repo's .git.
+  std::optional<EnvironmentFault> slot_fault(int slot);
+  /// Stores a program.md version; returns its hash.
+  std::string record_program(const std::string& content);
+  std::vector<HistoryEntry> history();
+  std::vector<std::string> child_env(const std::string& gpu) const;
+  std::filesystem::path log_path(const Candidate& c, const std::string& name) const;
+  std::string exp_ref(int64_t id) const;
+  int free_slot() const;
+  size_t count(Phase phase) const;
+  Candidate* find(int64_t id);
+  void erase(int64_t id);
+
+  boost::asio::io_context& io_;
+  const Config& config_;
+  const StateDir& state_;
+  Store& store_;
+  Proposer& proposer_;
+  Log& log_;
+  EditablePaths editable_;
+  std::vector<std::string> env_;
+  std::string branch_ref_;
+
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer stop_deadline_;
+  boost::asio::steady_timer fault_timer_;
+  boost::asio::steady_timer store_check_timer_;
+
+  std::unique_ptr<GitRepo> repo_;  ///< the user's checkout (read only, but for info/exclude)
+  std::vector<Slot> slots_;
+  std::vector<Worker> workers_;
+  std::map<int64_t, Candidate> candidates_;  ///< every experiment in flight, by id (so oldest first)
+  std::deque<Fix> fixes_;
+  std::vector<int64_t> idle_rows_;  ///< experiment rows whose proposal came back unavailable, to ask again
+  std::string base_commit_;
+  std::string best_commit_;
+  std::optional<double> best_val_;
+  bool baseline_pending_ = false;   ///< the baseline has not been measured yet
+  std::vector<int64_t> deferred_;   ///< measured candidates waiting for the baseline's value
+  std::string data_dir_;
+  int64_t session_ = 0;
+  std::optional<Failure> last_failure_;
+  std::string last_wait_message_;
+  bool proposals_blocked_ = false;  ///< waiting retry_wait_s after an unavailable proposer
+  std::string paused_;              ///< the pause status shows, '' when proposing
+  CircuitBreaker breaker_;
+  FaultPause fault_pause_;
+  /// Proposals whose commit met a fault of the machine: handled again once it clears.
+  std::vector<std::shared_ptr<ProposalDone>> held_proposals_;
+  int builds_running_ = 0;
+  std::unique_ptr<NoiseRounds> rounds_;
+  int64_t best_id_ = 0;        ///< the experiment of best_commit_
+  int64_t next_repeat_ = 0;    ///< repeats count down from -1
+  int since_round_ = 0;        ///< experiments decided since the last noise round
+
+  bool pump_scheduled_ = false;
+
+  // Proposal threads.
+  std::shared_ptr<Mailbox> mailbox_;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  int proposals_running_ = 0;
+  std::shared_ptr<std::atomic<int>> threads_inside_;
+
+  bool started_ = false;  ///< the data step is done and the pipeline runs
+  bool stopping_ = false;
+  std::string stop_reason_;
+  std::optional<std::string> fatal_;
+  bool store_lost_ = false;  ///< results.db was deleted or replaced: nothing more is written
+  std::unique_ptr<StopFlag> data_stop_;
+  bool data_running_ = false;
+
+  std::unique_ptr<SlurmClient> slurm_client_;
+  std::unique_ptr<SlurmExecutor> slurm_;  ///< null with executor = "local"
+};
+
+}  // namespace ard

@@ -1,4 +1,0 @@
-// autoresearchd: the daemon's entry point. Everything lives in ard_daemon.
-#include "daemon/cli.h"
-
-int main(int argc, char** argv) { return ard::run_cli(argc, argv); }

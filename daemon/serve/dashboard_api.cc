@@ -1,0 +1,189 @@
+// See dashboard_api.h.
+#include "daemon/serve/dashboard_api.h"
+
+#include <algorithm>
+#include <map>
+
+#include "daemon/cli/report.h"
+#include "daemon/decide/decision_report.h"
+
+namespace ard {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+/// The fields the chart, the table and the lanes use.
+json experiment_summary(const ExperimentRow& r) {
+  return {
+      {"id", r.id},
+      {"tag", r.tag},
+      {"baseline", r.is_baseline},
+      {"commit", text_or_null(r.commit)},
+      {"description", r.description},
+      {"state", r.state},
+      {"final", is_final_state(r.state)},
+      {"stage", text_or_null(r.stage)},
+      {"gpu", text_or_null(r.gpu)},
+      {"fix_of", or_null(r.fix_of)},
+      {"val_bpb", or_null(r.val_bpb)},
+      {"peak_vram_mb", or_null(r.peak_vram_mb)},
+      {"training_seconds", or_null(r.training_seconds)},
+      {"error", text_or_null(r.error)},
+      {"program_hash", text_or_null(r.program_hash)},
+      {"started_at", r.started_at},
+      {"ended_at", or_null(r.ended_at)},
+  };
+}
+
+/// Share of the stage's expected duration already spent, in [0, 1]; null while
+/// the candidate waits or the stage has no estimate of its own (report.h).
+json stage_progress(const ExperimentRow& r, double now) {
+  const std::optional<double> end = shown_expected_end(r);
+  if (!end || *end <= *r.stage_started_at) return nullptr;
+  double p = (now - *r.stage_started_at) / (*end - *r.stage_started_at);
+  return std::clamp(p, 0.0, 1.0);
+}
+
+}  // namespace
+
+json api_status(Store& store, const DashboardView& view, double now) {
+  auto rows = store.experiments(view.tag);
+  StatusFigures f = status_figures(store, view.tag, rows, view.daemon_pid.has_value(), now);
+
+  json best = nullptr;
+  for (const auto& r : rows)
+    if (r.state == status::kKept && r.val_bpb)
+      best = {{"id", r.id}, {"val_bpb", *r.val_bpb}, {"commit", r.commit}, {"description", r.description}};
+
+  // One lane per GPU holding experiments in flight; experiments not placed on
+  // a GPU (proposing, or a single-GPU daemon) share the lane "-".
+  std::map<std::string, json> lanes;
+  for (const auto& r : rows) {
+    if (is_final_state(r.state)) continue;
+    std::string gpu = r.gpu.empty() ? "-" : r.gpu;
+    json& lane = lanes[gpu];
+    if (lane.is_null()) lane = {{"gpu", gpu}, {"experiments", json::array()}};
+    lane["experiments"].push_back({{"id", r.id},
+                                   {"state", r.state},
+                                   {"stage", text_or_null(r.stage)},
+                                   {"description", r.description},
+                                   {"started_at", r.started_at},
+                                   {"stage_started_at", or_null(r.stage_started_at)},
+                                   {"stage_expected", or_null(shown_expected_end(r))},
+                                   {"stage_deadline", stage_under_way(r) ? or_null(r.stage_deadline) : json(nullptr)},
+                                   {"progress", stage_progress(r, now)}});
+  }
+  json lane_list = json::array();
+  for (auto& [gpu, lane] : lanes) lane_list.push_back(std::move(lane));
+
+  // σ judged as the engine and `status` judge it (run_evidence.h).
+  const auto last_round = store.last_noise_estimate(view.tag);
+  const NoiseStatus noise = noise_status(store.trials(view.tag), last_round && last_round->calibration > 0 ? 1 : 0,
+                                         view.noise.prior_sigma, view.noise.z);
+
+  return {
+      {"tag", view.tag},
+      {"now", now},
+      {"daemon", {{"running", view.daemon_pid.has_value()}, {"pid", or_null(view.daemon_pid)}}},
+      {"allow_actions", view.allow_actions},
+      {"experiments", rows.size()},
+      {"latest_id", rows.empty() ? json(nullptr) : json(rows.back().id)},
+      {"best", best},
+      {"figures",
+       {{"finished", f.finished},
+        {"wall_s", f.wall_s},
+        {"per_hour", f.per_hour},
+        {"gpus", f.gpus},
+        {"training_share", f.training_share},
+        {"training_share_clamped", f.training_share_clamped},
+        {"gpu_busy_share", or_null(f.gpu_busy_share)}}},
+      {"llm",
+       {{"calls", f.llm.calls},
+        {"input_tokens", f.llm.input_tokens},
+        {"output_tokens", f.llm.output_tokens},
+        {"cost_usd", f.llm.cost_usd}}},
+      {"lanes", lane_list},
+      {"noise",
+       {{"sigma", noise.used ? json(noise.used->sigma) : json(nullptr)},
+        {"df", noise.measured ? json(noise.measured->df) : json(nullptr)},
+        {"measured_sigma", noise.measured ? json(noise.measured->sigma) : json(nullptr)},
+        {"usable", noise.usable()},
+        {"source", !noise.used ? json(nullptr) : json(noise.used->from_prior ? "prior" : "measured")},
+        {"keep_margin", noise.usable() ? json(noise.margin) : json(nullptr)},
+        {"line", describe(noise)}}},
+      {"sigma", noise.used ? json(noise.used->sigma) : json(nullptr)},
+  };
+}
+
+json api_experiments(Store& store, const DashboardView& view, int64_t since) {
+  json out = json::array();
+  for (const auto& r : store.experiments(view.tag))
+    if (r.id > since) out.push_back(experiment_summary(r));
+  return out;
+}
+
+std::optional<json> api_experiment(Store& store, int64_t id) {
+  auto r = store.experiment(id);
+  if (!r) return std::nullopt;
+  json doc = experiment_summary(*r);
+  doc["parent_commit"] = r->parent_commit;
+  doc["reapplied_from"] = text_or_null(r->reapplied_from);
+  doc["proposer"] = r->proposer;
+  doc["diff"] = r->diff;
+  doc["log_tail"] = r->log_tail;
+  json summary = json::parse(r->summary_json, nullptr, false);
+  doc["summary"] = r->summary_json.empty() ? json(nullptr) : summary.is_discarded() ? json(r->summary_json) : summary;
+  json attempts = json::array();
+  for (const auto& a : store.attempts(id))
+    attempts.push_back({{"prompt", a.prompt}, {"response", a.response}, {"error", text_or_null(a.error)}});
+  doc["attempts"] = attempts;
+  json trials = json::array();
+  for (const auto& t : store.experiment_trials(id))
+    trials.push_back({{"id", t.id},
+                      {"gpu", t.gpu},
+                      {"purpose", t.purpose},
+                      {"commit", t.commit},
+                      {"started_at", t.started_at},
+                      {"ended_at", or_null(t.ended_at)},
+                      {"training_seconds", or_null(t.training_seconds)},
+                      {"val_bpb", or_null(t.val_bpb)},
+                      {"status", text_or_null(t.status)}});
+  doc["trials"] = trials;
+  // Why it was kept or not: the keep rule's line as `show` prints it, which
+  // rule made it, and the runs of its own commit as mean ± spread (n).
+  const std::string decision = store.decision(id);
+  doc["decision"] = text_or_null(decision);
+  doc["decision_rule"] = text_or_null(decision_rule(decision));
+  std::vector<double> own;
+  for (const auto& t : store.experiment_trials(id))
+    if (t.commit == r->commit && t.status == "ok" && t.val_bpb) own.push_back(*t.val_bpb);
+  const Spread runs = spread_of(own);
+  doc["runs"] = runs.n == 0 ? json(nullptr)
+                            : json{{"mean", runs.mean}, {"spread", runs.spread}, {"n", runs.n},
+                                   {"text", mean_spread(store.experiment_trials(id), *r)}};
+  return doc;
+}
+
+json api_programs(Store& store, const DashboardView& view) {
+  std::map<std::string, json> used;
+  for (const auto& r : store.experiments(view.tag))
+    if (!r.program_hash.empty()) used[r.program_hash].push_back(r.id);
+  json out = json::array();
+  for (const auto& p : store.programs()) {
+    auto u = used.find(p.hash);
+    out.push_back({{"hash", p.hash},
+                   {"content", p.content},
+                   {"first_seen", p.first_seen},
+                   {"experiments", u == used.end() ? json::array() : u->second}});
+  }
+  return out;
+}
+
+}  // namespace ard

@@ -1,0 +1,262 @@
+// Tests of the dashboard's JSON documents on a store filled by hand, with the
+// engine's columns (experiments.gpu, trials) written as the engine writes them.
+#include "daemon/serve/dashboard_api.h"
+
+#include <gmock/gmock.h>
+
+#include "daemon/cli/report.h"
+#include "testing/test_util.h"
+
+namespace ard {
+namespace {
+
+using nlohmann::json;
+
+const std::string kBase = "1111111111111111111111111111111111111111";
+const std::string kTwo = "2222222222222222222222222222222222222222";
+
+class DashboardApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store.add_run("t", "autoresearch/t", kBase);
+    store.add_run("u", "autoresearch/u", kBase);
+    store.put_program("p1", "# program v1\n");
+    store.put_program("p2", "# program v2\n");
+    base = store.create_experiment("t", true, kBase, "p1", "baseline", std::nullopt);
+    store.set_proposal(base, "baseline");
+    store.set_commit(base, kBase, "");
+    store.set_metrics(base, {1.0, 2048.0, 30.0, R"({"val_bpb": 1.0})"});
+    store.finish(base, status::kKept, "", "");
+    hostile = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+    store.set_proposal(hostile, "<img src=x onerror=alert(1)>");
+    store.set_commit(hostile, kTwo, "-a\n+b\n");
+    store.add_attempt(hostile, 1, {"the prompt", "the answer", ""});
+    store.set_metrics(hostile, {1.25, 1024.0, 30.0, "not json"});
+    store.finish(hostile, status::kDiscarded, "no improvement", "tail\n");
+    on_gpu = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+    store.set_proposal(on_gpu, "deeper");
+    store.set_stage(on_gpu, "running", "train", 1000.0, 1720.0, 1400.0);
+    unplaced = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+    other_tag = store.create_experiment("u", false, kBase, "p1", "llm", std::nullopt);
+
+    store.set_gpu(on_gpu, "1");
+    store.set_gpu(hostile, "0");
+    // Trials with chosen times (begin_trial stamps the clock).
+    Database db((dir.path() / "results.db").string());
+    db.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, ended_at, "
+            "training_seconds, val_bpb, status) VALUES(" + std::to_string(hostile) +
+            ", 't', '0', 'candidate', '" + kTwo + "', 900, 960, 30, 1.25, 'ok')");
+    db.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at) VALUES(" +
+            std::to_string(on_gpu) + ", 't', '1', 'candidate', '" + kTwo + "', 1000)");
+  }
+
+  testing::TempDir dir;
+  Store store{(dir.path() / "results.db").string()};
+  int64_t base = 0, hostile = 0, on_gpu = 0, unplaced = 0, other_tag = 0;
+  DashboardView view{"t", std::nullopt, false};
+};
+
+TEST_F(DashboardApiTest, StatusHasBestFiguresAndOneLanePerGpu) {
+  view.daemon_pid = 4242;
+  json s = api_status(store, view, 1200.0);
+  EXPECT_EQ(s["tag"], "t");
+  EXPECT_EQ(s["daemon"]["running"], true);
+  EXPECT_EQ(s["daemon"]["pid"], 4242);
+  EXPECT_EQ(s["best"]["id"], base);
+  EXPECT_EQ(s["best"]["val_bpb"], 1.0);
+  EXPECT_EQ(s["latest_id"], unplaced);
+  EXPECT_EQ(s["figures"]["finished"], 2);
+  EXPECT_EQ(s["figures"]["gpus"], 2);
+  EXPECT_TRUE(s["sigma"].is_null());
+  EXPECT_FALSE(s["noise"]["usable"]);
+  EXPECT_EQ(s["llm"]["calls"], 0);
+
+  ASSERT_EQ(s["lanes"].size(), 2u);  // "-" (unplaced) and "1"; GPU 0's experiment is finished
+  EXPECT_EQ(s["lanes"][0]["gpu"], "-");
+  EXPECT_EQ(s["lanes"][0]["experiments"][0]["id"], unplaced);
+  EXPECT_TRUE(s["lanes"][0]["experiments"][0]["progress"].is_null());
+  const json& lane = s["lanes"][1];
+  EXPECT_EQ(lane["gpu"], "1");
+  ASSERT_EQ(lane["experiments"].size(), 1u);
+  EXPECT_EQ(lane["experiments"][0]["id"], on_gpu);
+  EXPECT_EQ(lane["experiments"][0]["stage"], "train");
+  EXPECT_DOUBLE_EQ(lane["experiments"][0]["progress"].get<double>(), 0.5);  // 200 of 400 expected seconds
+  EXPECT_EQ(lane["experiments"][0]["stage_deadline"], 1720.0);
+}
+
+/// The lane entry of experiment id in a status document.
+json lane_entry(const json& status, int64_t id) {
+  for (const auto& lane : status["lanes"])
+    for (const auto& x : lane["experiments"])
+      if (x["id"] == id) return x;
+  return nullptr;
+}
+
+// A bar and an expected end only for a stage under way with an estimate of its
+// own: not for a build (its expected end is its timeout), not for a candidate
+// that waits for a GPU with its build's fields still in the row.
+TEST_F(DashboardApiTest, AWaitingCandidateOrAStageWithoutAnEstimateHasNoProgressAndNoExpectedEnd) {
+  view.daemon_pid = 1;
+  int64_t c = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+  store.set_stage(c, "building", "build", 1000.0, 2800.0, 2800.0);
+  json building = lane_entry(api_status(store, view, 1100.0), c);
+  EXPECT_TRUE(building["progress"].is_null());
+  EXPECT_TRUE(building["stage_expected"].is_null());
+  EXPECT_EQ(building["stage_deadline"], 2800.0);
+  store.set_state(c, "built");
+  json built = lane_entry(api_status(store, view, 1100.0), c);
+  EXPECT_EQ(built["state"], "built");
+  EXPECT_TRUE(built["progress"].is_null());
+  EXPECT_TRUE(built["stage_expected"].is_null());
+  EXPECT_TRUE(built["stage_deadline"].is_null());
+  json running = lane_entry(api_status(store, view, 1100.0), on_gpu);
+  EXPECT_EQ(running["stage_expected"], 1400.0);
+  EXPECT_DOUBLE_EQ(running["progress"].get<double>(), 0.25);
+}
+
+TEST_F(DashboardApiTest, ATrainingShareAboveOneIsClampedAndSaysSo) {
+  auto rows = store.experiments("t");
+  view.daemon_pid = 1;
+  // One trial of 30 s of training over 2 GPUs × 10 s.
+  json s = api_status(store, view, rows.front().started_at + 10);
+  EXPECT_DOUBLE_EQ(s["figures"]["training_share"].get<double>(), 1.0);
+  EXPECT_EQ(s["figures"]["training_share_clamped"], true);
+  json later = api_status(store, view, rows.front().started_at + 100);
+  EXPECT_EQ(later["figures"]["training_share_clamped"], false);
+}
+
+TEST_F(DashboardApiTest, FiguresShareTheStatusArithmetic) {
+  auto rows = store.experiments("t");
+  StatusFigures f = status_figures(store, "t", rows, true, rows.front().started_at + 100);
+  EXPECT_EQ(f.finished, 2);
+  EXPECT_EQ(f.gpus, 2);
+  EXPECT_DOUBLE_EQ(f.wall_s, 100);
+  // Training counts the trials (every execution on a GPU): one finished trial
+  // of 30 s over 2 GPUs × 100 s.
+  EXPECT_DOUBLE_EQ(f.training_share, 30.0 / 200.0);
+  ASSERT_TRUE(f.gpu_busy_share.has_value());
+  // The finished trial ran 60 s; the open one runs to now, which is far past
+  // its start here, so the share is dominated by it.
+  EXPECT_GT(*f.gpu_busy_share, 0.3);
+  view.daemon_pid = 1;  // the same figures as status_figures(..., daemon_running = true, ...)
+  json s = api_status(store, view, rows.front().started_at + 100);
+  EXPECT_DOUBLE_EQ(s["figures"]["training_share"].get<double>(), f.training_share);
+}
+
+TEST_F(DashboardApiTest, ExperimentsSinceAnIdAndOnlyTheTag) {
+  json all = api_experiments(store, view, 0);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0]["id"], base);
+  EXPECT_EQ(all[0]["baseline"], true);
+  EXPECT_EQ(all[1]["description"], "<img src=x onerror=alert(1)>");  // data, escaped only by JSON
+  EXPECT_EQ(all[1]["gpu"], "0");
+  EXPECT_EQ(all[1]["final"], true);
+  EXPECT_EQ(all[1]["val_bpb"], 1.25);
+  EXPECT_FALSE(all[1].contains("diff"));  // the list stays small
+  EXPECT_TRUE(all[3]["gpu"].is_null());
+  EXPECT_TRUE(all[3]["commit"].is_null());
+  EXPECT_EQ(all[3]["final"], false);
+  json since = api_experiments(store, view, hostile);
+  ASSERT_EQ(since.size(), 2u);
+  EXPECT_EQ(since[0]["id"], on_gpu);
+  EXPECT_TRUE(api_experiments(store, view, unplaced).empty());
+}
+
+TEST_F(DashboardApiTest, OneExperimentInFull) {
+  auto doc = api_experiment(store, hostile);
+  ASSERT_TRUE(doc.has_value());
+  EXPECT_EQ((*doc)["diff"], "-a\n+b\n");
+  EXPECT_EQ((*doc)["log_tail"], "tail\n");
+  EXPECT_EQ((*doc)["summary"], "not json");  // kept as text when it does not parse
+  ASSERT_EQ((*doc)["attempts"].size(), 1u);
+  EXPECT_EQ((*doc)["attempts"][0]["prompt"], "the prompt");
+  EXPECT_TRUE((*doc)["attempts"][0]["error"].is_null());
+  ASSERT_EQ((*doc)["trials"].size(), 1u);
+  EXPECT_EQ((*doc)["trials"][0]["gpu"], "0");
+  EXPECT_EQ((*doc)["trials"][0]["training_seconds"], 30.0);
+  EXPECT_EQ((*api_experiment(store, base))["summary"]["val_bpb"], 1.0);
+  EXPECT_FALSE(api_experiment(store, 999).has_value());
+}
+
+TEST_F(DashboardApiTest, ProgramsWithTheExperimentsThatUsedThem) {
+  json p = api_programs(store, view);
+  ASSERT_EQ(p.size(), 2u);
+  std::map<std::string, json> by_hash;
+  for (const auto& v : p) by_hash[v["hash"]] = v;
+  EXPECT_EQ(by_hash["p1"]["content"], "# program v1\n");
+  EXPECT_EQ(by_hash["p1"]["experiments"], json::array({base}));  // tag u's experiment is not shown
+  EXPECT_EQ(by_hash["p2"]["experiments"], json::array({hostile, on_gpu, unplaced}));
+}
+
+TEST_F(DashboardApiTest, ReadOnlyStoreReadsAndNeverWrites) {
+  auto ro = Store::open_read_only((dir.path() / "results.db").string());
+  EXPECT_EQ(api_experiments(*ro, view, 0).size(), 4u);
+  // Refused by SQLite, reported with the file's name (as a store fault).
+  try {
+    ro->put_program("p3", "x");
+    ADD_FAILURE() << "a read-only store wrote";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("results.db: attempt to write a readonly database"));
+  }
+  EXPECT_THROW(Store::open_read_only((dir.path() / "missing.db").string()), std::runtime_error);
+  Database((dir.path() / "newer.db").string()).exec("PRAGMA user_version=99");
+  try {
+    Store::open_read_only((dir.path() / "newer.db").string());
+    FAIL() << "a newer schema was accepted";
+  } catch (const SqliteError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("has schema version 99"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "missing.db"));
+}
+
+// The API judges σ as the engine and `status` do: usable once it rests on
+// kMinNoiseDf degrees of freedom (or with a prior), with the same line.
+TEST_F(DashboardApiTest, NoiseSaysWhetherSigmaIsUsableAndAgreesWithStatus) {
+  Database db((dir.path() / "results.db").string());
+  auto noise_run = [&](double v) {
+    db.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, ended_at, "
+            "training_seconds, val_bpb, status) VALUES(" + std::to_string(base) + ", 't', '0', 'noise', '" + kBase +
+            "', 100, 130, 30, " + std::to_string(v) + ", 'ok')");
+  };
+  NoiseRow round;
+  round.created_at = 1000;
+  round.reason = "start";
+  store.add_noise_estimate("t", round);
+  noise_run(1.000);
+  noise_run(1.002);
+  noise_run(0.998);  // df 2: measured, not usable
+  json s = api_status(store, view, 1200.0);
+  EXPECT_TRUE(s["sigma"].is_null());
+  EXPECT_FALSE(s["noise"]["usable"]);
+  EXPECT_EQ(s["noise"]["df"], 2);
+  EXPECT_NEAR(s["noise"]["measured_sigma"].get<double>(), 0.002, 1e-9);
+  EXPECT_THAT(s["noise"]["line"].get<std::string>(), ::testing::HasSubstr("σ not usable yet: 0.002000 on df 2"));
+  EXPECT_THAT(render_status(store, "t", std::nullopt, 1200.0), ::testing::HasSubstr(s["noise"]["line"].get<std::string>()));
+
+  noise_run(1.000);  // df 3: usable, with Student's t margin
+  s = api_status(store, view, 1200.0);
+  EXPECT_TRUE(s["noise"]["usable"]);
+  EXPECT_EQ(s["noise"]["source"], "measured");
+  EXPECT_NEAR(s["sigma"].get<double>(), s["noise"]["measured_sigma"].get<double>(), 1e-12);
+  EXPECT_NEAR(s["noise"]["keep_margin"].get<double>(), 3.31, 0.01);
+  EXPECT_THAT(render_status(store, "t", std::nullopt, 1200.0), ::testing::HasSubstr(s["noise"]["line"].get<std::string>()));
+
+  view.noise.prior_sigma = 0.0015;  // a prior does not override a usable measurement
+  EXPECT_EQ(api_status(store, view, 1200.0)["noise"]["source"], "measured");
+}
+
+TEST_F(DashboardApiTest, AnExperimentCarriesItsDecisionItsRuleAndItsRuns) {
+  store.set_decision(hostile, "discarded: mean 1.250000 (n=1) against the incumbent's 1.000000 (n=1): Δ = -0.250000 "
+                              "< 1.50·σΔ = 0.002121; σΔ = 0.001500·√(1/1+1/1) = 0.002121 (σ from noise.prior_sigma)",
+                     1.25);
+  auto doc = api_experiment(store, hostile);
+  ASSERT_TRUE(doc);
+  EXPECT_EQ((*doc)["decision"], store.decision(hostile));
+  EXPECT_EQ((*doc)["decision_rule"], "σ prior");
+  EXPECT_EQ((*doc)["runs"]["n"], 1);
+  EXPECT_EQ((*doc)["runs"]["text"], "1.250000 ± 0.000000 (1)");
+  EXPECT_TRUE((*api_experiment(store, unplaced))["decision"].is_null());
+}
+
+}  // namespace
+}  // namespace ard
