@@ -31,10 +31,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "proposers/call_record.h"
 #include "llm_client/chat_protocol.h"
 #include "llm_client/llm_config.h"
 #include "llm_client/spend_cap.h"
+#include "proposers/call_record.h"
 
 namespace llm {
 

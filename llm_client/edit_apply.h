@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "proposers/proposer.h"
 #include "llm_client/edit_format.h"
+#include "proposers/proposer.h"
 
 namespace llm {
 

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "proposers/editable.h"
 #include "llm_client/unified_diff.h"
+#include "proposers/editable.h"
 
 namespace llm {
 namespace {

@@ -22,9 +22,9 @@
 #include <memory>
 #include <mutex>
 
-#include "proposers/proposer.h"
 #include "llm_client/chat_client.h"
 #include "llm_client/edit_apply.h"
+#include "proposers/proposer.h"
 
 namespace llm {
 

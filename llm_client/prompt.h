@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "proposers/proposer.h"
 #include "llm_client/chat_protocol.h"
 #include "llm_client/edit_format.h"
 #include "llm_client/llm_config.h"
+#include "proposers/proposer.h"
 
 namespace llm {
 

@@ -70,7 +70,7 @@ TEST(Editable, ProtectedPathsAreNeverWritableWhateverTheGlobs) {
 TEST(EditableGlobs, RefusesGlobsThatReachTheHarnessNamingThem) {
   const std::vector<std::string> tracked = {"trainer/train.cu", "trainer/model/attention.cu",
                                             "trainer/harness/eval.h", "trainer/harness/loader.cc",
-                                            "trainer/CMakeLists.txt", "daemon/cli.cc", "cmake/deps.cmake"};
+                                            "trainer/CMakeLists.txt", "daemon/cli/cli.cc", "cmake/deps.cmake"};
   EXPECT_EQ(check_editable_globs({"trainer/train.cu", "trainer/model/**"}, tracked), "");
   EXPECT_EQ(check_editable_globs({"trainer/model/*.cu", "trainer/*.cu"}, tracked), "");
   EXPECT_EQ(check_editable_globs({"**"}, tracked), "editable[0]: \"**\" would let an edit change trainer/harness/eval.h");

@@ -51,7 +51,7 @@ run() {
 section "bubblewrap"
 if [ -x "$BWRAP" ]; then
   "$BWRAP" --version
-  # The daemon's shape of sandbox (daemon/sandbox.cc): the system read-only (not the whole
+  # The daemon's shape of sandbox (daemon/exec/sandbox.cc): the system read-only (not the whole
   # root: the secrets of /etc hidden there are left out here), its own /proc, /dev and /tmp, the
   # GPU's device files bound in, new PID, IPC, UTS and network namespaces.
   SANDBOX=("$BWRAP")

@@ -8,7 +8,7 @@
 // otherwise progress = counted training seconds / (time budget × budget
 // scale). Steps 0..10 are not counted against the budget (start-up and
 // autotuning). The budget scale is the daemon's board calibration
-// (daemon/calibration.h): only the clock applies it, so the editable trainer,
+// (daemon/decide/calibration.h): only the clock applies it, so the editable trainer,
 // which reads progress and done() from the clock, cannot change it.
 #pragma once
 
