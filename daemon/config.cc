@@ -18,6 +18,31 @@
 #include <sstream>
 
 namespace ard {
+
+namespace {
+
+/// The value of a key that names one of a few choices, as its enum; the
+/// error names the key, the choices and what was given.
+template <class E>
+E parse_choice(const std::string& key, const std::string& value,
+               std::initializer_list<std::pair<const char*, E>> choices) {
+  std::string expected;
+  size_t i = 0;
+  for (const auto& [word, e] : choices) {
+    if (value == word) return e;
+    expected += std::string(i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + "\"" + word + "\"";
+    ++i;
+  }
+  throw ConfigError(key + ": expected " + expected + ", got \"" + value + "\"");
+}
+
+}  // namespace
+
+const char* to_string(ExecutorKind kind) { return kind == ExecutorKind::kSlurm ? "slurm" : "local"; }
+const char* to_string(SandboxMode mode) { return mode == SandboxMode::kOff ? "off" : "bwrap"; }
+const char* to_string(SlurmBuild build) { return build == SlurmBuild::kJob ? "job" : "local"; }
+const char* to_string(SlurmOnRestart on_restart) { return on_restart == SlurmOnRestart::kCancel ? "cancel" : "adopt"; }
+
 namespace {
 
 /// The longest duration a key may give: 1e7 s (about 115 days).
@@ -370,7 +395,9 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     throw ConfigError("sandbox: expected a table: [sandbox] with mode = \"bwrap\" or \"off\"");
   if (const toml::table* t = top.table("sandbox")) {
     KeyReader r(*t, "sandbox");
-    r.string("mode", c.sandbox.mode);
+    std::string mode = to_string(c.sandbox.mode);
+    r.string("mode", mode);
+    c.sandbox.mode = parse_choice<SandboxMode>("sandbox.mode", mode, {{"bwrap", SandboxMode::kBwrap}, {"off", SandboxMode::kOff}});
     r.boolean("network", c.sandbox.network);
     r.integer("tmp_mb", c.sandbox.tmp_mb, 1, 1024 * 1024);
     r.integer("scratch_mb", c.sandbox.scratch_mb, 1, 1024 * 1024);
@@ -382,13 +409,11 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
         throw ConfigError("sandbox.read_only: expected absolute paths (or ~/...), got \"" + p + "\"");
       if (p == "/") throw ConfigError("sandbox.read_only: \"/\" would show the child every file; name the directories it needs");
     }
-    if (c.sandbox.mode != "bwrap" && c.sandbox.mode != "off")
-      throw ConfigError("sandbox.mode: expected \"bwrap\" or \"off\", got \"" + c.sandbox.mode + "\"");
   }
 
-  top.string("executor", c.executor);
-  if (c.executor != "local" && c.executor != "slurm")
-    throw ConfigError("executor: expected \"local\" or \"slurm\", got \"" + c.executor + "\"");
+  std::string executor = to_string(c.executor);
+  top.string("executor", executor);
+  c.executor = parse_choice<ExecutorKind>("executor", executor, {{"local", ExecutorKind::kLocal}, {"slurm", ExecutorKind::kSlurm}});
   if (const toml::table* t = top.table("slurm")) {
     KeyReader r(*t, "slurm");
     r.string("partition", c.slurm.partition, true);
@@ -396,15 +421,15 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.string("gres", c.slurm.gres, true);
     r.integer("max_jobs", c.slurm.max_jobs, 1, 4096);
     r.strings("extra_args", c.slurm.extra_args, true);
-    r.string("on_restart", c.slurm.on_restart);
+    std::string on_restart = to_string(c.slurm.on_restart), build = to_string(c.slurm.build);
+    r.string("on_restart", on_restart);
     r.number("poll_s", c.slurm.poll_s, 0, false, 3600);
     r.integer("max_resubmits", c.slurm.max_resubmits, 0, 100);
-    r.string("build", c.slurm.build);
+    r.string("build", build);
     r.reject_unknown();
-    if (c.slurm.build != "local" && c.slurm.build != "job")
-      throw ConfigError("slurm.build: expected \"local\" or \"job\", got \"" + c.slurm.build + "\"");
-    if (c.slurm.on_restart != "adopt" && c.slurm.on_restart != "cancel")
-      throw ConfigError("slurm.on_restart: expected \"adopt\" or \"cancel\", got \"" + c.slurm.on_restart + "\"");
+    c.slurm.build = parse_choice<SlurmBuild>("slurm.build", build, {{"local", SlurmBuild::kLocal}, {"job", SlurmBuild::kJob}});
+    c.slurm.on_restart = parse_choice<SlurmOnRestart>("slurm.on_restart", on_restart,
+                                                      {{"adopt", SlurmOnRestart::kAdopt}, {"cancel", SlurmOnRestart::kCancel}});
   }
 
   if (const toml::table* t = top.table("logs")) {

@@ -70,9 +70,25 @@ struct KeepConfig {
   int confirmations = 2;          ///< runs of an undecided candidate after its first
 };
 
+/// Where stages run (`executor`): children of the daemon, one worker per GPU,
+/// or one Slurm job per experiment, `slurm.max_jobs` workers.
+enum class ExecutorKind { kLocal, kSlurm };
+/// `sandbox.mode`: every child in bubblewrap, or unconfined (status warns).
+enum class SandboxMode { kBwrap, kOff };
+/// `slurm.build`: built on the daemon's machine, or as the job's first stage.
+enum class SlurmBuild { kLocal, kJob };
+/// `slurm.on_restart`: the jobs a killed daemon left are followed, or cancelled.
+enum class SlurmOnRestart { kAdopt, kCancel };
+
+/// The config's word for each ("local", "slurm", "bwrap", "off", "job", "adopt", "cancel").
+const char* to_string(ExecutorKind kind);
+const char* to_string(SandboxMode mode);
+const char* to_string(SlurmBuild build);
+const char* to_string(SlurmOnRestart on_restart);
+
 /// The [sandbox] table: how children are confined (docs/threat_model.md).
 struct SandboxConfig {
-  std::string mode = "bwrap";  ///< "bwrap": every child in bubblewrap; "off": unconfined (status warns)
+  SandboxMode mode = SandboxMode::kBwrap;
   bool network = false;        ///< true: children share the host's network
   int tmp_mb = 4096;           ///< the sandbox's /tmp: a tmpfs of at most this many MiB
   int scratch_mb = 4096;       ///< the slot's scratch directory: a tmpfs of at most this many MiB
@@ -93,8 +109,8 @@ struct SlurmConfig {
   std::string gres = "gpu:1";           ///< sbatch --gres; "": none (CPU-only clusters)
   int max_jobs = 1;                     ///< jobs in flight at once: the workers
   std::vector<std::string> extra_args;  ///< more sbatch arguments, as given
-  std::string on_restart = "adopt";     ///< jobs a killed daemon left: "adopt" (follow them) or "cancel"
-  std::string build = "local";          ///< "local": built on the daemon's machine; "job": as the job's first stage
+  SlurmOnRestart on_restart = SlurmOnRestart::kAdopt;
+  SlurmBuild build = SlurmBuild::kLocal;
   double poll_s = 5;                    ///< how often the jobs' states are read
   int max_resubmits = 2;                ///< a preempted or node-failed job is submitted again this often
 };
@@ -146,9 +162,7 @@ struct Config {
   std::string preflight_gpu = "nvidia-smi";
   SandboxConfig sandbox;
   LogsConfig logs;
-  /// Where stages run: "local" (children of the daemon, one worker per GPU)
-  /// or "slurm" (one Slurm job per experiment, `slurm.max_jobs` workers).
-  std::string executor = "local";
+  ExecutorKind executor = ExecutorKind::kLocal;
   SlurmConfig slurm;
 
   std::vector<std::string> env_pass = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR",

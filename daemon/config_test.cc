@@ -239,13 +239,13 @@ TEST(Config, NoiseAndKeepTables) {
 
 TEST(Config, SandboxLogsAndProgramLimit) {
   Config d = parse_config("", "/r");
-  EXPECT_EQ(d.sandbox.mode, "bwrap");
+  EXPECT_STREQ(to_string(d.sandbox.mode), "bwrap");
   EXPECT_FALSE(d.sandbox.network);
   EXPECT_EQ(d.max_program_bytes, 64 * 1024);
   EXPECT_DOUBLE_EQ(d.logs.keep_days, 30);
   Config c = parse_config("max_program_bytes = 2000000\n[sandbox]\nmode = 'off'\nnetwork = true\n[logs]\nkeep_days = 0\n",
                           "/r");
-  EXPECT_EQ(c.sandbox.mode, "off");
+  EXPECT_STREQ(to_string(c.sandbox.mode), "off");
   EXPECT_TRUE(c.sandbox.network);
   EXPECT_EQ(c.max_program_bytes, 2000000);
   EXPECT_DOUBLE_EQ(c.logs.keep_days, 0);
@@ -268,24 +268,24 @@ TEST(Config, SandboxLogsAndProgramLimit) {
 
 TEST(Config, ExecutorAndSlurmTable) {
   Config d = parse_config("", "/r");
-  EXPECT_EQ(d.executor, "local");
+  EXPECT_STREQ(to_string(d.executor), "local");
   EXPECT_EQ(d.slurm.gres, "gpu:1");
   EXPECT_EQ(d.slurm.max_jobs, 1);
-  EXPECT_EQ(d.slurm.on_restart, "adopt");
-  EXPECT_EQ(d.slurm.build, "local");
-  EXPECT_EQ(parse_config("[slurm]\nbuild = 'job'\n", "/r").slurm.build, "job");
+  EXPECT_STREQ(to_string(d.slurm.on_restart), "adopt");
+  EXPECT_STREQ(to_string(d.slurm.build), "local");
+  EXPECT_EQ(parse_config("[slurm]\nbuild = 'job'\n", "/r").slurm.build, SlurmBuild::kJob);
   EXPECT_EQ(error_of("[slurm]\nbuild = 'remote'\n"), "slurm.build: expected \"local\" or \"job\", got \"remote\"");
   Config c = parse_config(
       "executor = 'slurm'\n[slurm]\npartition = 'gpu'\naccount = 'lab'\ngres = ''\nmax_jobs = 8\n"
       "extra_args = ['--qos=low']\non_restart = 'cancel'\npoll_s = 0.5\nmax_resubmits = 0\n",
       "/r");
-  EXPECT_EQ(c.executor, "slurm");
+  EXPECT_STREQ(to_string(c.executor), "slurm");
   EXPECT_EQ(c.slurm.partition, "gpu");
   EXPECT_EQ(c.slurm.account, "lab");
   EXPECT_EQ(c.slurm.gres, "");
   EXPECT_EQ(c.slurm.max_jobs, 8);
   EXPECT_EQ(c.slurm.extra_args, std::vector<std::string>{"--qos=low"});
-  EXPECT_EQ(c.slurm.on_restart, "cancel");
+  EXPECT_STREQ(to_string(c.slurm.on_restart), "cancel");
   EXPECT_DOUBLE_EQ(c.slurm.poll_s, 0.5);
   EXPECT_EQ(c.slurm.max_resubmits, 0);
   EXPECT_EQ(error_of("executor = 'k8s'\n"), "executor: expected \"local\" or \"slurm\", got \"k8s\"");

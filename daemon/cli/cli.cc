@@ -139,7 +139,7 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   const char* visible = getenv("CUDA_VISIBLE_DEVICES");
   // With Slurm the workers are job slots ("slurm:1", ...): the scheduler picks the GPUs.
   std::vector<std::string> gpus =
-      config.executor == "slurm"
+      config.executor == ExecutorKind::kSlurm
           ? slurm_workers(config.slurm.max_jobs)
           : resolve_gpus(config.gpus, visible ? std::optional<std::string>(visible) : std::nullopt,
                          config.gpus.empty() && !visible ? nvidia_smi_list() : std::nullopt);

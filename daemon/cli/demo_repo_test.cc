@@ -86,7 +86,7 @@ TEST(DemoRepo, MakesACommittedRepoTheDaemonCanRead) {
   EXPECT_EQ(c.max_fix_attempts, 0);
   EXPECT_EQ(c.preflight_gpu, "off");
   EXPECT_FALSE(c.data.enabled);
-  EXPECT_EQ(c.sandbox.mode, "bwrap");
+  EXPECT_STREQ(to_string(c.sandbox.mode), "bwrap");
   EXPECT_EQ(c.proposer_kind, "scripted");
   EXPECT_TRUE(c.serve.enabled);
   EXPECT_EQ(c.serve.port, 8799);
@@ -97,7 +97,7 @@ TEST(DemoRepo, MakesACommittedRepoTheDaemonCanRead) {
             "--budget-scale {budget_scale}");
 
   Config off = parse_config(demo_config_toml({tmp / "x", "/a/autoresearchd", 80, false}), tmp.path());
-  EXPECT_EQ(off.sandbox.mode, "off");
+  EXPECT_STREQ(to_string(off.sandbox.mode), "off");
 }
 
 TEST(DemoRepo, EachCandidateChangesValBpbByItsTrueEffect) {

@@ -291,7 +291,7 @@ Check check_data(const Config& config, double head_timeout_s) {
 }
 
 Check check_sandbox(const Config& config) {
-  if (config.sandbox.mode == "off")
+  if (config.sandbox.mode == SandboxMode::kOff)
     return skipped("sandbox", "off ([sandbox] mode = \"off\"): builds and stages run unconfined");
   // The probe `start` runs (sandbox_start_refusal): what fails here makes start refuse.
   if (auto why = sandbox_unavailable()) return failed("sandbox", *why, "");
@@ -331,7 +331,7 @@ std::vector<std::string> command_names(const std::string& command) {
 }  // namespace
 
 Check check_sandbox_tools(const Config& config) {
-  if (config.sandbox.mode == "off") return skipped("sandbox tools", "not checked ([sandbox] mode = \"off\")");
+  if (config.sandbox.mode == SandboxMode::kOff) return skipped("sandbox tools", "not checked ([sandbox] mode = \"off\")");
   // The children's PATH (env.pass), as the daemon passes it.
   const char* path_env = std::find(config.env_pass.begin(), config.env_pass.end(), "PATH") != config.env_pass.end()
                              ? getenv("PATH")

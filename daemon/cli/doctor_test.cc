@@ -233,14 +233,14 @@ TEST_F(Doctor, ABrokenSandboxBlocksAsItMakesStartRefuse) {
   EXPECT_THAT(broken.text(), StartsWith("\u2717 sandbox: bwrap cannot create its namespaces (bwrap: No permissions to "
                                         "create new namespace): allow unprivileged user namespaces"));
   // start refuses on the same probe, with the same reason.
-  auto refusal = sandbox_start_refusal("bwrap");
+  auto refusal = sandbox_start_refusal(SandboxMode::kBwrap);
   ASSERT_TRUE(refusal);
   EXPECT_THAT(*refusal, HasSubstr(broken.line));
   // Under mode "off" nothing needs it: neither refuses.
   EXPECT_FALSE(sandbox("[sandbox]\nmode = \"off\"\n").blocks());
   EXPECT_EQ(sandbox("[sandbox]\nmode = \"off\"\n").text(),
             "- sandbox: off ([sandbox] mode = \"off\"): builds and stages run unconfined");
-  EXPECT_FALSE(sandbox_start_refusal("off"));
+  EXPECT_FALSE(sandbox_start_refusal(SandboxMode::kOff));
   stub("bwrap", "exit 0");
   EXPECT_EQ(sandbox().text(), "\u2713 sandbox: bwrap creates the sandbox's namespaces");
 }

@@ -34,6 +34,12 @@ std::string pad(const std::string& s, size_t width, bool right = false) {
   return right ? fill + s : s + fill;
 }
 
+/// Running a stage, or measured and waiting for its decision: what status shows on a GPU's line.
+bool on_a_gpu(const ExperimentRow& r) {
+  const auto s = parse_experiment_state(r.state);
+  return s == ExperimentState::kRunning || s == ExperimentState::kEvaluated;
+}
+
 std::string clean(const std::string& s) {
   std::string out = s;
   for (char& c : out)
@@ -91,18 +97,6 @@ EngineFigures engine_figures(Store& store, const std::string& tag, double now) {
   if (trials.empty())  // a store written before trials were recorded
     for (const auto& r : store.experiments(tag)) f.training_s += r.training_seconds.value_or(0);
   return f;
-}
-
-std::string display_description(const ExperimentRow& row) {
-  if (!row.description.empty() || row.state != status::kProposerError) return row.description;
-  std::string line = clean(row.error.substr(0, row.error.find('\n')));
-  // The first words: enough to tell failures apart in a table row.
-  constexpr size_t kMax = 60;
-  if (line.size() > kMax) {
-    size_t cut = line.rfind(' ', kMax);
-    line = line.substr(0, cut == std::string::npos || cut < kMax / 2 ? kMax : cut) + "...";
-  }
-  return "(proposer error" + (line.empty() ? std::string() : ": " + line) + ")";
 }
 
 std::string format_duration(double s) {
@@ -164,7 +158,8 @@ std::optional<std::string> unknown_tag(Store& store, const std::string& tag) {
 }
 
 bool stage_under_way(const ExperimentRow& r) {
-  return (r.state == "building" || r.state == "running") && r.stage_started_at.has_value();
+  const auto s = parse_experiment_state(r.state);
+  return (s == ExperimentState::kBuilding || s == ExperimentState::kRunning) && r.stage_started_at.has_value();
 }
 
 std::optional<double> shown_expected_end(const ExperimentRow& r) {
@@ -269,14 +264,15 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
                                                                               : std::vector<std::string>{};
   int proposing = 0, ready = 0, building = 0;
   for (const ExperimentRow* r : in_flight) {
-    if (r->state == "proposing") ++proposing;
-    else if (r->state == "building") ++building;
-    else if (r->state == "applied" || r->state == "committed" || r->state == "built") ++ready;
+    const auto s = parse_experiment_state(r->state);
+    if (s == ExperimentState::kProposing) ++proposing;
+    else if (s == ExperimentState::kBuilding) ++building;
+    else if (s == ExperimentState::kApplied || s == ExperimentState::kCommitted || s == ExperimentState::kBuilt) ++ready;
   }
   if (gpus.size() <= 1) {
     const ExperimentRow* training = nullptr;
     for (const ExperimentRow* r : in_flight)
-      if (r->state == "running" || r->state == "evaluated") training = r;
+      if (on_a_gpu(*r)) training = r;
     if (training) os << "now: " << stage_line(*training) << "\n";
     else if (proposing && !building && !ready)
       os << "now: #" << in_flight.front()->id << " waiting for a proposal ("
@@ -287,12 +283,12 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     for (const auto& g : gpus) {
       const ExperimentRow* on = nullptr;
       for (const ExperimentRow* r : in_flight)
-        if (r->gpu == g && (r->state == "running" || r->state == "evaluated")) on = r;
+        if (r->gpu == g && on_a_gpu(*r)) on = r;
       os << "  gpu " << g << ": " << (on ? stage_line(*on) : "idle") << "\n";
     }
   }
   for (const ExperimentRow* r : in_flight)
-    if (r->state == "building") os << "  build: " << stage_line(*r) << "\n";
+    if (parse_experiment_state(r->state) == ExperimentState::kBuilding) os << "  build: " << stage_line(*r) << "\n";
   os << "proposals: " << proposing << " in flight, " << ready << " ready to train, " << building << " building\n";
   return os.str();
 }

@@ -56,11 +56,6 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
 /// experiment's newest log in logs_dir (<id>-<stage>.log), when given.
 std::optional<std::string> render_show(Store& store, int64_t id, const std::filesystem::path& logs_dir = {});
 
-/// The description status and the model's history show: the row's own, or
-/// for a row that never got one (a proposer error) "(proposer error: <the
-/// first words of its error>)".
-std::string display_description(const ExperimentRow& row);
-
 /// The history as results.tsv: commit, val_bpb, memory_gb, status, description.
 /// Experiments that never got a commit of their own are left out.
 std::string render_tsv(Store& store, const std::string& tag);

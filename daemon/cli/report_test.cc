@@ -35,7 +35,7 @@ class ReportTest : public ::testing::Test {
     store.finish(c, status::kPatchRejected, "edit touches x, which is not editable", "");
     running = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
     store.set_proposal(running, "deeper");
-    store.set_stage(running, "running", "train", 1000.0, 1720.0, 1420.0);
+    store.set_stage(running, ExperimentState::kRunning, "train", 1000.0, 1720.0, 1420.0);
   }
   testing::TempDir dir;
   Store store{(dir / "results.db").string()};
@@ -72,12 +72,12 @@ TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
 TEST_F(ReportTest, NoExpectedEndWithoutAnEstimateAndNoneWhileWaiting) {
   int64_t b = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
   store.set_proposal(b, "wider");
-  store.set_stage(b, "building", "build", 1000.0, 2800.0, 2800.0);
+  store.set_stage(b, ExperimentState::kBuilding, "build", 1000.0, 2800.0, 2800.0);
   std::string s = render_status(store, "t", 4242, 1030.0);
   EXPECT_THAT(s, HasSubstr("  build: #5 building stage build, 30.0s elapsed, timeout at "));
   EXPECT_THAT(s, Not(HasSubstr("#5 building stage build, 30.0s elapsed, expected end")));
   EXPECT_THAT(s, HasSubstr("now: #4 running stage train, 30.0s elapsed, expected end "));
-  store.set_state(running, "evaluated");
+  store.set_state(running, ExperimentState::kEvaluated);
   s = render_status(store, "t", 4242, 1030.0);
   EXPECT_THAT(s, HasSubstr("now: #4 evaluated stage train\n"));
 }

@@ -64,7 +64,7 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
   box.network = config.sandbox.network;
   box.tmp_bytes = static_cast<uint64_t>(config.sandbox.tmp_mb) << 20;
   box.scratch_bytes = static_cast<uint64_t>(config.sandbox.scratch_mb) << 20;
-  const bool boxed = config.sandbox.mode == "bwrap";
+  const bool boxed = config.sandbox.mode == SandboxMode::kBwrap;
   if (boxed) std::filesystem::create_directories(box.scratch);
 
   log("data: building the trainer at the branch tip");

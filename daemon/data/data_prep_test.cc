@@ -74,7 +74,7 @@ TEST_F(DataPrepTest, PrepareRunsInTheSandboxWritingOnlyItsCache) {
   // (Under /tmp the append may land in the sandbox's own /tmp; the user's file is what counts.)
   EXPECT_EQ(testing::read_file(program), "# program\n");
   // The control: unconfined, the same prepare appends to the user's program.md.
-  config.sandbox.mode = "off";
+  config.sandbox.mode = SandboxMode::kOff;
   prepare_data(config, worktree, state, runner, log);
   EXPECT_THAT(testing::read_file(state.logs() / "data-prepare.log"), HasSubstr("repo-written"));
   EXPECT_EQ(testing::read_file(program), "# program\nappended\n");

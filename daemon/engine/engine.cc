@@ -21,11 +21,11 @@
 #include <sstream>
 #include <thread>
 
-#include "daemon/cli/report.h"
 #include "daemon/data/data_prep.h"
 #include "daemon/decide/keep_rule.h"
 #include "daemon/decide/run_evidence.h"
 #include "daemon/decide/summary.h"
+#include "daemon/engine/run_end.h"
 #include "daemon/duration.h"
 #include "daemon/exec/process_groups.h"
 #include "daemon/exec/sandbox.h"
@@ -81,25 +81,6 @@ std::string substitute(const std::string& command, const std::string& data_dir, 
     for (size_t pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos + value.size()))
       out.replace(pos, key.size(), value);
   }
-  return out;
-}
-
-std::string compiler_errors(const std::string& log) {
-  std::istringstream in(log);
-  std::string out;
-  int n = 0;
-  for (std::string line; std::getline(in, line) && n < 40;) {
-    if (line.find("error") != std::string::npos || line.find("Error") != std::string::npos) {
-      out += line + "\n";
-      ++n;
-    }
-  }
-  if (!out.empty()) return out;
-  // No line says error: the tail is the best we have.
-  std::vector<std::string> lines;
-  std::istringstream again(log);
-  for (std::string line; std::getline(again, line);) lines.push_back(line);
-  for (size_t i = lines.size() > 30 ? lines.size() - 30 : 0; i < lines.size(); ++i) out += lines[i] + "\n";
   return out;
 }
 
@@ -168,7 +149,7 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
 }
 
 bool calibrates_boards(const Config& config) {
-  if (!config.noise.calibrate || config.executor != "local") return false;
+  if (!config.noise.calibrate || config.executor != ExecutorKind::kLocal) return false;
   for (const auto& stage : config.stages)
     if (stage.command.find("{budget_scale}") != std::string::npos) return true;
   return false;
@@ -191,7 +172,7 @@ int Engine::run() {
   // A killed daemon's Slurm jobs are adopted or cancelled, and their results recorded, before reconcile
   // (whatever the executor is now).
   recover_slurm_jobs(config_, store_, slurm_env(env_), state_.root / "slurm", log_);
-  if (config_.executor == "slurm") open_slurm();
+  if (config_.executor == ExecutorKind::kSlurm) open_slurm();
   reconcile();
   if (!open_slots()) {  // stopped during the checkouts: nothing began; the stop finishes on the loop
     io_.run();
@@ -248,7 +229,7 @@ void Engine::reconcile() {
       killed = kill_orphan_group(static_cast<pid_t>(*r.pgid), state_.root);
     if (killed)
       log_("reconcile: killed orphaned process group " + std::to_string(*r.pgid) + " of #" + std::to_string(r.id));
-    std::string where = r.state + (r.stage.empty() || r.state == "proposing" ? "" : " (stage " + r.stage + ")");
+    std::string where = r.state + (r.stage.empty() || r.state == to_string(ExperimentState::kProposing) ? "" : " (stage " + r.stage + ")");
     store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail, alive);
     log_("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
   }
@@ -518,7 +499,7 @@ void Engine::rerun(Candidate& c, const EnvironmentFault& fault) {
   release(c);
   if (c.trial) store_.end_trial(c.trial, status::kEnvironmentError, std::nullopt, std::nullopt, "");
   c.trial = 0;
-  store_.set_state(c.id, "committed");
+  store_.set_state(c.id, ExperimentState::kCommitted);
   log_("#" + std::to_string(c.id) + " " + where + " met a fault of the machine; it runs again once it clears: " +
        fault.what());
   environment_fault(fault);
@@ -799,9 +780,9 @@ void Engine::start_build(Candidate& c, int slot) {
     if (auto fault = slot_fault(slot)) return rerun(c, *fault);
     return fatal("cannot check out a candidate: " + e);
   }
-  if (slurm_ && config_.slurm.build == "job") return built_in_job(c);
+  if (slurm_ && config_.slurm.build == SlurmBuild::kJob) return built_in_job(c);
   double now = now_seconds();
-  store_.set_stage(c.id, "building", "build", now, now + config_.build_timeout_s, now + config_.build_timeout_s);
+  store_.set_stage(c.id, ExperimentState::kBuilding, "build", now, now + config_.build_timeout_s, now + config_.build_timeout_s);
   c.phase = Phase::kBuilding;
   ++builds_running_;
   ChildSpec spec;
@@ -824,26 +805,17 @@ void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
   c->child.reset();
   store_.set_pgid(id, std::nullopt);
   if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
-  auto log = log_path(*c, "build");
-  std::string tail = file_tail(log);
-  if (r.end == ProcessResult::End::kStopped) return fail(*c, status::kInterrupted, "stopped during the build", tail);
-  if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
-  if (!r.ok()) return build_failed(*c, log, r.describe(), r.end == ProcessResult::End::kTimedOut);
-  if (std::string t = tamper_check(*c); !t.empty()) return fail(*c, status::kTampered, t, "");
+  const auto log = log_path(*c, "build");
+  RunOutcome o = process_outcome(r, "build", config_.stages.back().name, fault_behind(r, log, c->slot));
+  if (o.exit == RunOutcome::Exit::kSucceeded) o.tampered = tamper_check(*c);
+  const RunEnd end = classify_end(o, log, end_settings());
+  if (end.kind != RunEnd::Kind::kOk) return end_run(*c, end);
   // Listed as the stages will see it: a build that made no build directory gets its empty one
   // now, not from the stage's sandbox, which would count as a change.
   c->build_listing = stat_listing(build_output(c->slot));
   c->phase = Phase::kBuilt;
-  store_.set_state(id, "built");
+  store_.set_state(id, ExperimentState::kBuilt);
   schedule_pump();
-}
-
-void Engine::build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out) {
-  std::string errors = compiler_errors(file_tail(log, 400, 65536));
-  std::string error = timed_out ? "build " + how : "build failed (" + how + "): " + first_nonblank_line(errors);
-  if (!c.baseline && c.id > 0 && c.fix_round < config_.max_fix_attempts)
-    fixes_.push_back(Fix{c.id, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
-  return fail(c, status::kBuildFail, error, file_tail(log), errors);
 }
 
 // ---------------------------------------------------------------- training
@@ -880,7 +852,7 @@ void Engine::start_stage(Candidate& c) {
   if (std::string t = tamper_check(c); !t.empty())
     return fail(c, status::kTampered, "before stage " + s.name + ": " + t, "");
   double now = now_seconds();
-  store_.set_stage(c.id, "running", s.name, now, now + s.timeout_s, now + s.expected_s);
+  store_.set_stage(c.id, ExperimentState::kRunning, s.name, now, now + s.timeout_s, now + s.expected_s);
   ChildSpec spec;
   spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(),
                             rounds_->scale(workers_[c.worker].gpu));
@@ -902,51 +874,48 @@ void Engine::on_stage_exit(int64_t id, const ProcessResult& r) {
   store_.set_pgid(id, std::nullopt);
   if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
   const StageConfig& s = config_.stages[c->stage];
-  auto log = log_path(*c, s.name);
-  std::string tail = file_tail(log);
-  if (r.end == ProcessResult::End::kStopped)
-    return fail(*c, status::kInterrupted, "stopped during stage " + s.name, tail);
-  if (auto fault = child_fault(r, log, {state_.logs(), slots_[c->slot].path})) return rerun(*c, *fault);
-  if (r.end == ProcessResult::End::kTimedOut)
-    return fail(*c, status::kTimeout, "stage " + s.name + " " + r.describe(), tail);
-  if (!r.ok()) {
-    std::string fl = fail_line(file_tail(log, 400, 65536));
-    // The harness's integrity probes failed: the experiment fooled the metric, it did not crash.
-    if (auto probe = tampered_reason(fl))
-      return fail(*c, status::kTampered, "stage " + s.name + ": integrity probe failed: " + *probe, tail);
-    return fail(*c, status::kCrash, "stage " + s.name + " failed (" + r.describe() + ")" + (fl.empty() ? "" : ": " + fl),
-                tail);
-  }
-  if (++c->stage < config_.stages.size()) {
-    if (stopping_) return fail(*c, status::kInterrupted, "stopped after stage " + s.name, tail);
+  const auto log = log_path(*c, s.name);
+  RunOutcome o = process_outcome(r, s.name, config_.stages.back().name, fault_behind(r, log, c->slot));
+  if (o.exit == RunOutcome::Exit::kSucceeded && ++c->stage < config_.stages.size()) {
+    if (stopping_) return fail(*c, status::kInterrupted, "stopped after stage " + s.name, file_tail(log));
     return start_stage(*c);
   }
-  finish_training(*c, log);
+  if (o.exit == RunOutcome::Exit::kSucceeded) o.tampered = tamper_check(*c);
+  end_run(*c, classify_end(o, log, end_settings()));
 }
 
-void Engine::finish_training(Candidate& c, const std::filesystem::path& last_log) {
-  const std::string& last = config_.stages.back().name;
-  std::string tail = file_tail(last_log);
-  if (std::string t = tamper_check(c); !t.empty())
-    return fail(c, status::kTampered, "after stage " + last + ": " + t, tail);
-  // The whole log (capped when it was written): a second block anywhere in it is a forgery.
-  SummaryParse parsed = parse_summary(file_tail(last_log, std::numeric_limits<size_t>::max(), size_t{1} << 30),
-                                      config_.summary_keys);
-  if (!parsed.tampered.empty())
-    return fail(c, status::kTampered, "stage " + last + ": the summary cannot be believed: " + parsed.tampered, tail);
-  const std::optional<Summary>& summary = parsed.summary;
-  if (!summary) return fail(c, status::kCrash, "stage " + last + " printed no summary block", tail);
-  auto it = summary->values.find(config_.metric);
-  if (it == summary->values.end())
-    return fail(c, status::kCrash, "the summary of stage " + last + " has no " + config_.metric, tail);
-  double v = it->second;
-  if (!std::isfinite(v)) return fail(c, status::kCrash, config_.metric + " is " + format_number(v), tail);
+std::optional<EnvironmentFault> Engine::fault_behind(const ProcessResult& r, const std::filesystem::path& log,
+                                                         int slot) {
+  if (r.end == ProcessResult::End::kStopped) return std::nullopt;  // a stop is a stop, whatever the disk
+  return child_fault(r, log, {state_.logs(), slots_[slot].path});
+}
+
+EndSettings Engine::end_settings() const { return EndSettings{config_.metric, config_.summary_keys}; }
+
+void Engine::end_run(Candidate& c, const RunEnd& end) {
+  using Kind = RunEnd::Kind;
+  switch (end.kind) {
+    case Kind::kMachineFault: return rerun(c, *end.fault);
+    case Kind::kBuildFailed:
+      if (!c.baseline && c.id > 0 && c.fix_round < config_.max_fix_attempts)
+        fixes_.push_back(Fix{c.id, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
+      return fail(c, status::kBuildFail, end.detail, end.log_tail, end.failure_detail);
+    case Kind::kOk:
+      if (end.summary) return measured(c, end);
+      return fail(c, status::kCrash, "a run ended without a summary", end.log_tail);  // a build's kOk is handled by its caller
+    default: return fail(c, final_status(end.kind), end.detail, end.log_tail);
+  }
+}
+
+void Engine::measured(Candidate& c, const RunEnd& end) {
+  const Summary& summary = *end.summary;
+  const double v = end.value;
   auto value_of = [&](const char* key) -> std::optional<double> {
-    auto f = summary->values.find(key);
-    if (f == summary->values.end()) return std::nullopt;
+    auto f = summary.values.find(key);
+    if (f == summary.values.end()) return std::nullopt;
     return f->second;
   };
-  store_.end_trial(c.trial, "ok", value_of("training_seconds"), v, summary->to_json());
+  store_.end_trial(c.trial, "ok", value_of("training_seconds"), v, summary.to_json());
   std::optional<long> steps;
   if (auto n = value_of("num_steps")) steps = static_cast<long>(*n);
   std::optional<double> tokens;
@@ -957,7 +926,7 @@ void Engine::finish_training(Candidate& c, const std::filesystem::path& last_log
   workers_[c.worker].candidate = 0;
   c.worker = -1;
   if (c.id < 0) return end_repeat(c, "ok", steps);
-  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary->to_json()});
+  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary.to_json()});
   if (c.in_round) {
     c.in_round = false;
     rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), steps);
@@ -1270,7 +1239,7 @@ std::filesystem::path Engine::build_output(int slot) const {
 }
 
 std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build, const std::string& command) const {
-  if (config_.sandbox.mode != "bwrap") return {};
+  if (config_.sandbox.mode != SandboxMode::kBwrap) return {};
   SandboxSpec box;
   box.worktree = slots_[slot].path;
   box.scratch = state_.root / "scratch" / std::to_string(slot);

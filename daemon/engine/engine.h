@@ -38,6 +38,7 @@
 #include "daemon/config.h"
 #include "daemon/decide/circuit_breaker.h"
 #include "daemon/decide/noise_rounds.h"
+#include "daemon/engine/run_end.h"
 #include "daemon/exec/child_process.h"
 #include "daemon/exec/fault_pause.h"
 #include "daemon/git_repo.h"
@@ -63,9 +64,6 @@ bool calibrates_boards(const Config& config);
 /// calibration, noise_rounds.h) in a stage command.
 std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
                        const std::string& worktree, double budget_scale = 1);
-
-/// The compiler's error lines from a build log (or its tail when none match).
-std::string compiler_errors(const std::string& log);
 
 /// The longest wait before asking a proposer again that the proposer asked
 /// for (a provider's Retry-After, a call cap's lifting): one hour.
@@ -207,12 +205,19 @@ class Engine {
   void start_builds();
   void start_build(Candidate& c, int slot);
   void on_build_exit(int64_t id, const ProcessResult& r);
-  /// A failed build (how: "exit code 1", ...): build_fail, and a fix owed when rounds are left.
-  void build_failed(Candidate& c, const std::filesystem::path& log, const std::string& how, bool timed_out);
   void start_trainings();
   void start_stage(Candidate& c);
   void on_stage_exit(int64_t id, const ProcessResult& r);
-  void finish_training(Candidate& c, const std::filesystem::path& last_log);
+  /// The machine's fault behind a child's end (child_fault, probing the logs and the slot), unless it was stopped.
+  std::optional<EnvironmentFault> fault_behind(const ProcessResult& r, const std::filesystem::path& log, int slot);
+  EndSettings end_settings() const;
+  /// The one place a run's end is applied, whichever executor ran it
+  /// (classify_end decided what it was): a fault of the machine runs it
+  /// again, a build failure owes a fix, a summary goes to the judge, anything
+  /// else finishes the experiment with its final status.
+  void end_run(Candidate& c, const RunEnd& end);
+  /// A run that measured the metric: its trial and metrics recorded, then decided.
+  void measured(Candidate& c, const RunEnd& end);
   void decide(Candidate& c, double value);
   void reapply(Candidate& c, double value);
 

@@ -5,8 +5,8 @@
 // end comes back here, where it is read as the local stages' exits are.
 #include <filesystem>
 
-#include "daemon/decide/summary.h"
 #include "daemon/engine/engine.h"
+#include "daemon/slurm/job_outcome.h"
 #include "daemon/slurm/slurm_executor.h"
 #include "daemon/util/clock.h"
 
@@ -27,7 +27,7 @@ void Engine::start_job(Candidate& c) {
   run.name = "ard-" + config_.tag + "-" + std::to_string(c.id) + "-t" + std::to_string(c.trial);
   run.worktree = slots_[c.slot].path;
   double expected = 0;
-  if (config_.slurm.build == "job") {  // built on the node, first
+  if (config_.slurm.build == SlurmBuild::kJob) {  // built on the node, first
     run.stages.push_back({"build", config_.build_command});
     run.timeout_s += config_.build_timeout_s;
   }
@@ -41,7 +41,7 @@ void Engine::start_job(Candidate& c) {
   run.title = "experiment " + std::to_string(c.id) + ", trial " + std::to_string(c.trial) + ", commit " + c.commit;
   double now = now_seconds();
   // The deadline counts from the submission; the queue's wait is not the experiment's.
-  store_.set_stage(c.id, "running", "job", now, now + run.timeout_s, now + expected);
+  store_.set_stage(c.id, ExperimentState::kRunning, "job", now, now + run.timeout_s, now + expected);
   std::error_code ec;
   std::filesystem::remove(run.log, ec);
   slurm_->submit(run);
@@ -49,7 +49,7 @@ void Engine::start_job(Candidate& c) {
 
 void Engine::built_in_job(Candidate& c) {
   c.phase = Phase::kBuilt;
-  store_.set_state(c.id, "built");
+  store_.set_state(c.id, ExperimentState::kBuilt);
   schedule_pump();
 }
 
@@ -63,36 +63,12 @@ void Engine::on_job_id(int64_t id, const std::string& job, const std::string& no
 void Engine::on_job_end(int64_t id, const JobEnd& end) {
   Candidate* c = find(id);
   if (!c) return;
-  auto log = log_path(*c, "job");
-  std::string tail = file_tail(log);
+  const auto log = log_path(*c, "job");
   if (!end.node.empty() && c->trial) store_.set_trial_node(c->trial, end.node);
-  switch (end.kind) {
-    case JobEnd::Kind::kCompleted:
-      return finish_training(*c, log);
-    case JobEnd::Kind::kStopped:
-      return fail(*c, status::kInterrupted, end.error, tail);
-    case JobEnd::Kind::kTimedOut:
-      if (config_.slurm.build == "job" && last_job_stage(file_tail(log, 400, 65536)) == "build")
-        return build_failed(*c, log, "timed out: " + end.error, true);
-      return fail(*c, status::kTimeout, end.error, tail);
-    case JobEnd::Kind::kFailed: {
-      if (config_.slurm.build == "job" && last_job_stage(file_tail(log, 400, 65536)) == "build")
-        return build_failed(*c, log, "exit code " + std::to_string(end.exit_code), false);
-      std::string fl = fail_line(file_tail(log, 400, 65536));
-      // The harness's integrity probes failed: the experiment fooled the metric, it did not crash.
-      if (auto probe = tampered_reason(fl))
-        return fail(*c, status::kTampered, end.error + ": integrity probe failed: " + *probe, tail);
-      return fail(*c, status::kCrash, end.error + (fl.empty() ? "" : ": " + fl), tail);
-    }
-    case JobEnd::Kind::kCancelled:
-    case JobEnd::Kind::kEnvironment:
-      // Not the experiment's fault: interrupted, which the breaker and the
-      // proposer's last failure do not count.
-      return fail(*c, status::kInterrupted, end.error, tail);
-    case JobEnd::Kind::kSubmitFailed:
-      fail(*c, status::kInterrupted, end.error, "");
-      return fatal(end.error);
-  }
+  RunOutcome o = job_outcome(end, log, config_);
+  if (o.exit == RunOutcome::Exit::kSucceeded) o.tampered = tamper_check(*c);
+  end_run(*c, classify_end(o, log, end_settings()));
+  if (end.kind == JobEnd::Kind::kSubmitFailed) fatal(end.error);
 }
 
 }  // namespace ard

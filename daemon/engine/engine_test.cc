@@ -17,9 +17,9 @@ TEST(CalibratesBoards, OnlyLocallyWithAStageThatPassesTheScale) {
   config.noise.calibrate = false;
   EXPECT_FALSE(calibrates_boards(config));
   config.noise.calibrate = true;
-  config.executor = "slurm";  // a worker is a job slot, not a board
+  config.executor = ExecutorKind::kSlurm;  // a worker is a job slot, not a board
   EXPECT_FALSE(calibrates_boards(config));
-  config.executor = "local";
+  config.executor = ExecutorKind::kLocal;
   config.stages = {{"train", "train"}};  // the scale would reach nothing
   EXPECT_FALSE(calibrates_boards(config));
 }
@@ -29,12 +29,6 @@ TEST(Substitute, ReplacesEveryPlaceholder) {
             "t --data /d --time-budget 300 -C /w /d");
   EXPECT_EQ(substitute("{budget}", "", 2.5, ""), "2.5");
   EXPECT_EQ(substitute("no braces", "/d", 1, "/w"), "no braces");
-}
-
-TEST(CompilerErrors, KeepsTheErrorLinesOrElseTheTail) {
-  EXPECT_EQ(compiler_errors("[1/2] cc a.cu\na.cu:3:1: error: x undeclared\nnote: here\nninja: build stopped\n"),
-            "a.cu:3:1: error: x undeclared\n");
-  EXPECT_EQ(compiler_errors("one\ntwo\n"), "one\ntwo\n");
 }
 
 // A provider's Retry-After (or a call cap's lifting) is waited for between

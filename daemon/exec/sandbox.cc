@@ -254,15 +254,15 @@ std::optional<std::string> sandbox_unavailable(const std::string& bwrap) {
          "kernel.apparmor_restrict_unprivileged_userns=0), or set [sandbox] mode = \"off\"";
 }
 
-std::optional<std::string> sandbox_start_refusal(const std::string& mode, const std::string& bwrap) {
-  if (mode == "off") return std::nullopt;
+std::optional<std::string> sandbox_start_refusal(SandboxMode mode, const std::string& bwrap) {
+  if (mode == SandboxMode::kOff) return std::nullopt;
   auto why = sandbox_unavailable(bwrap);
   if (!why) return std::nullopt;
   return "the sandbox cannot run, so no experiment would be confined: " + *why;
 }
 
-std::string sandbox_off_warning(const std::string& mode) {
-  return mode == "off" ? "warning: [sandbox] mode = \"off\": builds and stages run unconfined, with your user's "
+std::string sandbox_off_warning(SandboxMode mode) {
+  return mode == SandboxMode::kOff ? "warning: [sandbox] mode = \"off\": builds and stages run unconfined, with your user's "
                          "access to every file, process and network"
                        : "";
 }

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/config.h"
+
 namespace ard {
 
 struct SandboxSpec {
@@ -78,9 +80,9 @@ std::optional<std::string> sandbox_unavailable(const std::string& bwrap = "bwrap
 
 /// Why `start` refuses to run under [sandbox] mode (nullopt: it may run): mode
 /// "bwrap" with a bwrap that is missing or cannot create its namespaces.
-std::optional<std::string> sandbox_start_refusal(const std::string& mode, const std::string& bwrap = "bwrap");
+std::optional<std::string> sandbox_start_refusal(SandboxMode mode, const std::string& bwrap = "bwrap");
 
 /// The line `status` prints under mode "off", "" otherwise.
-std::string sandbox_off_warning(const std::string& mode);
+std::string sandbox_off_warning(SandboxMode mode);
 
 }  // namespace ard

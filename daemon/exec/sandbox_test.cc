@@ -203,14 +203,14 @@ TEST(SandboxAvailable, ExplainsAMissingOrBrokenBwrap) {
 }
 
 TEST(SandboxAvailable, StartRefusesUnlessTheSandboxIsOffAndStatusWarnsWhenOff) {
-  auto refusal = sandbox_start_refusal("bwrap", "/nonexistent/bwrap");
+  auto refusal = sandbox_start_refusal(SandboxMode::kBwrap, "/nonexistent/bwrap");
   ASSERT_TRUE(refusal);
   EXPECT_EQ(*refusal,
             "the sandbox cannot run, so no experiment would be confined: /nonexistent/bwrap not found: install "
             "bubblewrap (apt-get install bubblewrap), or set [sandbox] mode = \"off\"");
-  EXPECT_FALSE(sandbox_start_refusal("off", "/nonexistent/bwrap"));
-  EXPECT_EQ(sandbox_off_warning("bwrap"), "");
-  EXPECT_EQ(sandbox_off_warning("off").rfind("warning: [sandbox] mode = \"off\"", 0), 0u);
+  EXPECT_FALSE(sandbox_start_refusal(SandboxMode::kOff, "/nonexistent/bwrap"));
+  EXPECT_EQ(sandbox_off_warning(SandboxMode::kBwrap), "");
+  EXPECT_EQ(sandbox_off_warning(SandboxMode::kOff).rfind("warning: [sandbox] mode = \"off\"", 0), 0u);
 }
 
 // A setsid grandchild holds the write end of a pipe; EOF on the read end means

@@ -35,7 +35,7 @@ class DashboardApiTest : public ::testing::Test {
     store.finish(hostile, status::kDiscarded, "no improvement", "tail\n");
     on_gpu = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
     store.set_proposal(on_gpu, "deeper");
-    store.set_stage(on_gpu, "running", "train", 1000.0, 1720.0, 1400.0);
+    store.set_stage(on_gpu, ExperimentState::kRunning, "train", 1000.0, 1720.0, 1400.0);
     unplaced = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
     other_tag = store.create_experiment("u", false, kBase, "p1", "llm", std::nullopt);
 
@@ -98,12 +98,12 @@ json lane_entry(const json& status, int64_t id) {
 TEST_F(DashboardApiTest, AWaitingCandidateOrAStageWithoutAnEstimateHasNoProgressAndNoExpectedEnd) {
   view.daemon_pid = 1;
   int64_t c = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
-  store.set_stage(c, "building", "build", 1000.0, 2800.0, 2800.0);
+  store.set_stage(c, ExperimentState::kBuilding, "build", 1000.0, 2800.0, 2800.0);
   json building = lane_entry(api_status(store, view, 1100.0), c);
   EXPECT_TRUE(building["progress"].is_null());
   EXPECT_TRUE(building["stage_expected"].is_null());
   EXPECT_EQ(building["stage_deadline"], 2800.0);
-  store.set_state(c, "built");
+  store.set_state(c, ExperimentState::kBuilt);
   json built = lane_entry(api_status(store, view, 1100.0), c);
   EXPECT_EQ(built["state"], "built");
   EXPECT_TRUE(built["progress"].is_null());

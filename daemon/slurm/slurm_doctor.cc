@@ -16,7 +16,7 @@ namespace ard {
 namespace fs = std::filesystem;
 
 Check check_slurm(const Config& config, Probe& probe, double timeout_s) {
-  if (config.executor != "slurm") return {"slurm", Check::State::kSkipped, false, "executor is local", ""};
+  if (config.executor != ExecutorKind::kSlurm) return {"slurm", Check::State::kSkipped, false, "executor is local", ""};
   auto fail = [](std::string line, std::string fix) {
     return Check{"slurm", Check::State::kFailed, true, std::move(line), std::move(fix)};
   };

@@ -2,13 +2,11 @@
 #include "daemon/slurm/slurm_recovery.h"
 
 #include <boost/asio/io_context.hpp>
-#include <cmath>
-#include <limits>
 #include <map>
-#include <sstream>
 
-#include "daemon/decide/summary.h"
+#include "daemon/engine/run_end.h"
 #include "daemon/exec/process_runner.h"
+#include "daemon/slurm/job_outcome.h"
 #include "daemon/slurm/slurm_client.h"
 #include "daemon/slurm/slurm_executor.h"
 #include "daemon/util/text.h"
@@ -16,33 +14,6 @@
 namespace ard {
 
 namespace {
-
-/// The metric and the other figures from a finished job's log; an error line
-/// when it printed no usable summary.
-std::optional<RunMetrics> read_metrics(const Config& config, const std::filesystem::path& log, std::string& error) {
-  SummaryParse parsed = parse_summary(file_tail(log, std::numeric_limits<size_t>::max(), size_t{1} << 30),
-                                      config.summary_keys);
-  if (!parsed.tampered.empty()) {
-    error = "the Slurm job's summary cannot be believed: " + parsed.tampered;
-    return std::nullopt;
-  }
-  const std::optional<Summary>& summary = parsed.summary;
-  if (!summary) {
-    error = "the Slurm job printed no summary block";
-    return std::nullopt;
-  }
-  auto it = summary->values.find(config.metric);
-  if (it == summary->values.end() || !std::isfinite(it->second)) {
-    error = "the Slurm job's summary has no finite " + config.metric;
-    return std::nullopt;
-  }
-  auto value_of = [&](const char* key) -> std::optional<double> {
-    auto f = summary->values.find(key);
-    if (f == summary->values.end()) return std::nullopt;
-    return f->second;
-  };
-  return RunMetrics{it->second, value_of("peak_vram_mb"), value_of("training_seconds"), summary->to_json()};
-}
 
 double total_timeout(const Config& config) {
   double t = 0;
@@ -56,7 +27,7 @@ void recover_slurm_jobs(const Config& config, Store& store, const std::vector<st
                         const std::filesystem::path& scratch, Log& log) {
   std::vector<TrialRow> open = store.open_slurm_trials();
   if (open.empty()) return;
-  const bool adopt = config.slurm.on_restart == "adopt";
+  const bool adopt = config.slurm.on_restart == SlurmOnRestart::kAdopt;
   boost::asio::io_context io;
   SlurmClient client(io, env, scratch);
   std::map<int64_t, TrialRow> by_key;
@@ -69,33 +40,35 @@ void recover_slurm_jobs(const Config& config, Store& store, const std::vector<st
     const TrialRow& t = by_key.at(key);
     const std::string who = "reconcile: #" + std::to_string(t.experiment_id) + " Slurm job " + end.job_id;
     if (!end.node.empty()) store.set_trial_node(t.id, end.node);
-    std::string tail = file_tail(t.slurm_log);
-    switch (end.kind) {
-      case JobEnd::Kind::kCompleted: {
-        std::string error;
-        if (auto m = read_metrics(config, t.slurm_log, error)) {
-          store.set_metrics(t.experiment_id, *m);
-          store.end_trial(t.id, "ok", m->training_seconds, m->val_bpb, m->summary_json);
-          log(who + " ended: " + config.metric + " " + format_number(m->val_bpb) + " recorded");
-        } else {
-          store.end_trial(t.id, status::kCrash, std::nullopt, std::nullopt, "");
-          store.finish(t.experiment_id, status::kCrash, error, tail);
-          log(who + ": " + error);
-        }
+    // Classified as the live engine classifies a job's end (job_outcome.h, run_end.h); only the
+    // slot's tamper check is missing, since the restart checks every slot out afresh.
+    const RunEnd e = classify_end(job_outcome(end, t.slurm_log, config), t.slurm_log,
+                                  EndSettings{config.metric, config.summary_keys});
+    switch (e.kind) {
+      case RunEnd::Kind::kOk: {
+        auto value_of = [&](const char* k) -> std::optional<double> {
+          auto f = e.summary->values.find(k);
+          if (f == e.summary->values.end()) return std::nullopt;
+          return f->second;
+        };
+        store.set_metrics(t.experiment_id,
+                          RunMetrics{e.value, value_of("peak_vram_mb"), value_of("training_seconds"), e.summary->to_json()});
+        store.end_trial(t.id, "ok", value_of("training_seconds"), e.value, e.summary->to_json());
+        log(who + " ended: " + config.metric + " " + format_number(e.value) + " recorded");
         return;
       }
-      case JobEnd::Kind::kFailed:
-      case JobEnd::Kind::kTimedOut: {
-        const char* s = end.kind == JobEnd::Kind::kFailed ? status::kCrash : status::kTimeout;
-        store.end_trial(t.id, s, std::nullopt, std::nullopt, "");
-        store.finish(t.experiment_id, s, end.error, tail);
-        log(who + ": " + s + ": " + end.error);
-        return;
-      }
-      default:  // cancelled, lost: reconcile marks the experiment interrupted
+      case RunEnd::Kind::kStopped:
+      case RunEnd::Kind::kMachineFault:  // cancelled, lost: reconcile marks the experiment interrupted
         store.end_trial(t.id, status::kInterrupted, std::nullopt, std::nullopt, "");
-        log(who + ": " + end.error);
+        log(who + ": " + e.detail);
         return;
+      default: {  // crash, timeout, tampered, build_fail: the experiment is finished
+        const char* s = final_status(e.kind);
+        store.end_trial(t.id, s, std::nullopt, std::nullopt, "");
+        store.finish(t.experiment_id, s, e.detail, e.log_tail);
+        log(who + ": " + s + ": " + e.detail);
+        return;
+      }
     }
   };
   SlurmConfig slurm = config.slurm;

@@ -4,9 +4,10 @@
 // followed until Slurm lets them go. A job that ended with every stage passed
 // (while the daemon was down, or since) has its summary recorded: the
 // experiment becomes `evaluated` and its trial `ok`, so reconcile's
-// finish_evaluated gives it the keep decision the daemon would have made. A
-// failed job finishes its experiment (crash, timeout); an interrupted one is
-// left for reconcile to mark interrupted. The jobs run in worktree slots
+// finish_evaluated gives it the keep decision the daemon would have made. Its end is
+// classified as the live engine classifies it (job_outcome.h, run_end.h): a
+// failed job finishes its experiment (crash, timeout, tampered, build_fail); an
+// interrupted one is left for reconcile to mark interrupted. The jobs run in worktree slots
 // that the restart checks out afresh, so start waits for them (on an event
 // loop of its own, the executor's timers, no blocking wait).
 #pragma once

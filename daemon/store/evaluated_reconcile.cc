@@ -17,7 +17,7 @@ std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string&
   auto best_row = store.best(tag);
   std::optional<double> best = best_row ? best_row->val_bpb : std::nullopt;
   for (const auto& r : store.experiments(tag)) {
-    if (r.state != "evaluated" || !r.val_bpb || r.commit.empty()) continue;
+    if (r.state != to_string(ExperimentState::kEvaluated) || !r.val_bpb || r.commit.empty()) continue;
     EvaluatedDecision d{r.id, is_improvement(*r.val_bpb, best, min_improvement), r.commit, *r.val_bpb, best};
     std::ostringstream what;
     what << "val_bpb " << *r.val_bpb;
@@ -44,7 +44,7 @@ std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string&
   last_look.max_confirmations = 0;
   auto best_row = store.best(tag);
   for (const auto& r : store.experiments(tag)) {
-    if (r.state != "evaluated" || !r.val_bpb || r.commit.empty()) continue;
+    if (r.state != to_string(ExperimentState::kEvaluated) || !r.val_bpb || r.commit.empty()) continue;
     KeepInput in;
     in.candidate = runs_of(trials, r.commit, calibration);
     if (best_row) in.incumbent = runs_of(trials, best_row->commit, calibration);

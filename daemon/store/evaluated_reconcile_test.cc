@@ -73,7 +73,7 @@ TEST_F(EvaluatedTest, ComparesEachWithTheBestOfItsMoment) {
 
 TEST_F(EvaluatedTest, LeavesRowsItCannotDecide) {
   int64_t running = store.create_experiment("t", false, kBase, "", "scripted", std::nullopt);
-  store.set_stage(running, "running", "train", 1, 2, 3);
+  store.set_stage(running, ExperimentState::kRunning, "train", 1, 2, 3);
   EXPECT_TRUE(finish_evaluated(store, "t", 0.0).empty());
   EXPECT_EQ(store.experiment(running)->state, "running");
 }

@@ -70,16 +70,25 @@ std::vector<Section> schema_sections() {
   return out;
 }
 
+/// A state's word as a quoted SQL literal (the words are fixed, never user text).
+std::string sql_word(ExperimentState state) { return "'" + std::string(to_string(state)) + "'"; }
+
 }  // namespace
 
-bool is_final_state(const std::string& state) {
-  for (const char* s : {status::kKept, status::kDiscarded, status::kCrash, status::kTimeout,
-                        status::kBuildFail, status::kTampered, status::kPatchRejected,
-                        status::kProposerError, status::kInterrupted, status::kConflict,
-                        status::kEnvironmentError})
-    if (state == s) return true;
-  return false;
+std::string display_description(const ExperimentRow& row) {
+  if (!row.description.empty() || row.state != status::kProposerError) return row.description;
+  std::string line = row.error.substr(0, row.error.find('\n'));
+  for (char& c : line)
+    if (c == '\t' || c == '\r') c = ' ';
+  // The first words: enough to tell failures apart in a table row.
+  constexpr size_t kMax = 60;
+  if (line.size() > kMax) {
+    size_t cut = line.rfind(' ', kMax);
+    line = line.substr(0, cut == std::string::npos || cut < kMax / 2 ? kMax : cut) + "...";
+  }
+  return "(proposer error" + (line.empty() ? std::string() : ": " + line) + ")";
 }
+
 
 Store::Store(const std::string& path, BusyPolicy busy) : db_(path, busy) {
   {
@@ -165,7 +174,7 @@ int64_t Store::create_experiment(const std::string& tag, bool is_baseline, const
                                  std::optional<int64_t> fix_of) {
   auto s = db_.prepare(
       "INSERT INTO experiments(tag, is_baseline, parent_commit, program_hash, proposer, fix_of, state, "
-      "started_at) VALUES(?,?,?,?,?,?,'proposing',?)");
+      "started_at) VALUES(?,?,?,?,?,?," + sql_word(ExperimentState::kProposing) + ",?)");
   s.bind(1, tag).bind(2, is_baseline ? 1 : 0).bind(3, parent_commit);
   if (program_hash.empty()) s.bind_null(4); else s.bind(4, program_hash);
   s.bind(5, proposer).bind(6, fix_of).bind(7, now_seconds()).run();
@@ -177,25 +186,25 @@ void Store::set_program(int64_t id, const std::string& program_hash) {
 }
 
 void Store::set_proposal(int64_t id, const std::string& description) {
-  db_.prepare("UPDATE experiments SET description=?, state='applied' WHERE id=?")
+  db_.prepare("UPDATE experiments SET description=?, state=" + sql_word(ExperimentState::kApplied) + " WHERE id=?")
       .bind(1, description).bind(2, id).run();
 }
 
-void Store::set_state(int64_t id, const std::string& state) {
-  db_.prepare("UPDATE experiments SET state=? WHERE id=?").bind(1, state).bind(2, id).run();
+void Store::set_state(int64_t id, ExperimentState state) {
+  db_.prepare("UPDATE experiments SET state=? WHERE id=?").bind(1, to_string(state)).bind(2, id).run();
 }
 
 void Store::set_commit(int64_t id, const std::string& commit, const std::string& diff) {
-  db_.prepare("UPDATE experiments SET commit_hash=?, diff=?, state='committed' WHERE id=?")
+  db_.prepare("UPDATE experiments SET commit_hash=?, diff=?, state=" + sql_word(ExperimentState::kCommitted) + " WHERE id=?")
       .bind(1, commit).bind(2, diff).bind(3, id).run();
 }
 
-void Store::set_stage(int64_t id, const std::string& state, const std::string& stage, double started_at,
+void Store::set_stage(int64_t id, ExperimentState state, const std::string& stage, double started_at,
                       double deadline, double expected_end) {
   db_.prepare(
          "UPDATE experiments SET state=?, stage=?, stage_started_at=?, stage_deadline=?, stage_expected=? "
          "WHERE id=?")
-      .bind(1, state).bind(2, stage).bind(3, started_at).bind(4, deadline).bind(5, expected_end)
+      .bind(1, to_string(state)).bind(2, stage).bind(3, started_at).bind(4, deadline).bind(5, expected_end)
       .bind(6, id).run();
 }
 
@@ -210,7 +219,7 @@ void Store::set_pgid(int64_t id, int64_t pgid, int64_t leader_start) {
 
 void Store::set_metrics(int64_t id, const RunMetrics& m) {
   db_.prepare(
-         "UPDATE experiments SET state='evaluated', val_bpb=?, peak_vram_mb=?, training_seconds=?, "
+         "UPDATE experiments SET state=" + sql_word(ExperimentState::kEvaluated) + ", val_bpb=?, peak_vram_mb=?, training_seconds=?, "
          "summary_json=? WHERE id=?")
       .bind(1, m.val_bpb).bind(2, m.peak_vram_mb).bind(3, m.training_seconds).bind(4, m.summary_json)
       .bind(5, id).run();
@@ -223,7 +232,7 @@ void Store::set_gpu(int64_t id, const std::string& gpu) {
 void Store::set_reapplied(int64_t id, const std::string& commit, const std::string& parent, const std::string& diff) {
   db_.prepare(
          "UPDATE experiments SET reapplied_from=coalesce(reapplied_from, commit_hash), commit_hash=?, "
-         "parent_commit=?, diff=?, state='committed', val_bpb=NULL, peak_vram_mb=NULL, training_seconds=NULL, "
+         "parent_commit=?, diff=?, state=" + sql_word(ExperimentState::kCommitted) + ", val_bpb=NULL, peak_vram_mb=NULL, training_seconds=NULL, "
          "summary_json=NULL WHERE id=?")
       .bind(1, commit).bind(2, parent).bind(3, diff).bind(4, id).run();
 }
@@ -338,7 +347,7 @@ void Store::restart_clock(int64_t id) {
 
 bool Store::delete_if_empty(int64_t id) {
   db_.prepare(
-         "DELETE FROM experiments WHERE id=? AND state='proposing' "
+         "DELETE FROM experiments WHERE id=? AND state=" + sql_word(ExperimentState::kProposing) + " "
          "AND NOT EXISTS (SELECT 1 FROM proposal_attempts WHERE experiment_id=?) "
          "AND NOT EXISTS (SELECT 1 FROM llm_calls WHERE experiment_id=?)")
       .bind(1, id).bind(2, id).bind(3, id).run();
@@ -389,7 +398,7 @@ std::vector<ExperimentRow> Store::unfinished() {
 
 std::optional<ExperimentRow> Store::best(const std::string& tag) {
   auto s = db_.prepare(std::string("SELECT ") + kExperimentColumns +
-                       " FROM experiments WHERE tag=? AND state='kept' ORDER BY id DESC LIMIT 1");
+                       " FROM experiments WHERE tag=? AND state=" + sql_word(ExperimentState::kKept) + " ORDER BY id DESC LIMIT 1");
   s.bind(1, tag);
   if (!s.step()) return std::nullopt;
   return read_experiment(s);

@@ -13,33 +13,27 @@
 #include <string>
 #include <vector>
 
+#include "daemon/store/experiment_state.h"
 #include "daemon/store/sqlite.h"
 #include "proposers/call_record.h"
 #include "proposers/proposer.h"
 
 namespace ard {
 
-/// Final statuses; any other state is an experiment still in flight.
+/// The final statuses by name, as the column holds them (experiment_state.h).
 namespace status {
-inline constexpr const char* kKept = "kept";
-inline constexpr const char* kDiscarded = "discarded";
-inline constexpr const char* kCrash = "crash";
-inline constexpr const char* kTimeout = "timeout";
-inline constexpr const char* kBuildFail = "build_fail";
-inline constexpr const char* kTampered = "tampered";
-inline constexpr const char* kPatchRejected = "patch_rejected";
-inline constexpr const char* kProposerError = "proposer_error";
-inline constexpr const char* kInterrupted = "interrupted";
-/// A winner against an older best whose change does not re-apply onto the
-/// best of the moment.
-inline constexpr const char* kConflict = "conflict";
-/// The machine failed the experiment (a full disk, an I/O error): a trial that
-/// ran again once the fault cleared, or an experiment that could not be.
-inline constexpr const char* kEnvironmentError = "environment_error";
+inline constexpr const char* kKept = to_string(ExperimentState::kKept);
+inline constexpr const char* kDiscarded = to_string(ExperimentState::kDiscarded);
+inline constexpr const char* kCrash = to_string(ExperimentState::kCrash);
+inline constexpr const char* kTimeout = to_string(ExperimentState::kTimeout);
+inline constexpr const char* kBuildFail = to_string(ExperimentState::kBuildFail);
+inline constexpr const char* kTampered = to_string(ExperimentState::kTampered);
+inline constexpr const char* kPatchRejected = to_string(ExperimentState::kPatchRejected);
+inline constexpr const char* kProposerError = to_string(ExperimentState::kProposerError);
+inline constexpr const char* kInterrupted = to_string(ExperimentState::kInterrupted);
+inline constexpr const char* kConflict = to_string(ExperimentState::kConflict);
+inline constexpr const char* kEnvironmentError = to_string(ExperimentState::kEnvironmentError);
 }  // namespace status
-
-/// True for the states an experiment ends in.
-bool is_final_state(const std::string& state);
 
 struct ExperimentRow {
   int64_t id = 0;
@@ -66,6 +60,11 @@ struct ExperimentRow {
   std::string gpu;             ///< the GPU it trains or trained on; empty before one is assigned
   std::string reapplied_from;  ///< its own commit, when commit is that change re-applied onto a newer best
 };
+
+/// The description status and the model's history show: the row's own, or
+/// for a row that never got one (a proposer error) "(proposer error: <the
+/// first words of its error>)".
+std::string display_description(const ExperimentRow& row);
 
 /// One execution of an experiment's stages on one GPU.
 struct TrialRow {
@@ -201,9 +200,9 @@ class Store : public llm::CallSink {
                             std::optional<int64_t> fix_of);
   void set_program(int64_t id, const std::string& program_hash);
   void set_proposal(int64_t id, const std::string& description);
-  void set_state(int64_t id, const std::string& state);
+  void set_state(int64_t id, ExperimentState state);
   void set_commit(int64_t id, const std::string& commit, const std::string& diff);
-  void set_stage(int64_t id, const std::string& state, const std::string& stage, double started_at,
+  void set_stage(int64_t id, ExperimentState state, const std::string& stage, double started_at,
                  double deadline, double expected_end);
   void set_pgid(int64_t id, std::optional<int64_t> pgid);
   /// The group and its leader's start time (process_start_time), recorded

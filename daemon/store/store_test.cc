@@ -56,7 +56,7 @@ TEST(Store, ExperimentMovesThroughItsStates) {
   EXPECT_EQ(store.unfinished().size(), 1u);
   store.set_proposal(id, "raise lr");
   store.set_commit(id, "2222", "diff --git");
-  store.set_stage(id, "running", "train", 10.0, 20.0, 15.0);
+  store.set_stage(id, ExperimentState::kRunning, "train", 10.0, 20.0, 15.0);
   store.set_pgid(id, 4242);
   auto mid = store.experiment(id);
   EXPECT_EQ(mid->state, "running");

@@ -214,6 +214,28 @@ TEST_F(SlurmE2E, SigkillWithJobsInFlightThenARestartAdoptsThemAndRecordsResults)
   EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
 }
 
+// A job that fails the harness's integrity probe while no daemon runs is
+// `tampered` when the restart finds it ended, as it is when a live daemon sees
+// it end (run_end.h): the restart once recorded it as a crash.
+TEST_F(SlurmE2E, AJobThatFailsItsIntegrityProbeWhileTheDaemonIsDownIsTamperedAtRestart) {
+  write_config(60, 1);
+  write_script(nlohmann::json::array({edit("fool the metric", "val_bpb 0.5\nseconds 3\nPROBE_FAIL\n")}));
+  pid_t first = spawn_daemon("first.log");
+  auto trials = wait_trials([](const auto& t) { return running_jobs(t) == 1 && t.size() >= 2; });
+  ASSERT_EQ(running_jobs(trials), 1u);
+  end_daemon(first, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // the job fails its probe meanwhile
+  EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
+  pid_t second = spawn_daemon("second.log");
+  auto rows = wait_for([](const auto& r) { return r.size() >= 2 && r[1].state == "tampered"; });
+  end_daemon(second, SIGTERM);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[1].state, "tampered");
+  EXPECT_THAT(rows[1].error, HasSubstr("integrity probe failed: causality: row 0 position 5"));
+  EXPECT_THAT(read_file(repo / ".autoresearchd/daemon.log"),
+              HasSubstr("reconcile: #2 Slurm job " + trials.back().slurm_job_id + ": tampered: "));
+}
+
 TEST_F(SlurmE2E, ARestartWithOnRestartCancelCancelsTheJobsItFinds) {
   write_config(120, 1, "on_restart = \"cancel\"\n");
   write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n")}));
