@@ -16,6 +16,10 @@
 // and must win in turn; a change that does not re-apply is a `conflict`, and
 // its stale diff goes back to the proposer.
 //
+// What happens to a measured candidate (keep, discard, confirm, re-apply,
+// wait) is the judge's ruling (judge.h), a pure function of the evidence the
+// engine reads from its state and the store; the engine applies it.
+//
 // Children are Boost.Process v2 processes (child_process.h) whose exits
 // arrive as events; timeouts are steady_timers; SIGTERM and SIGINT arrive
 // through a signal_set. Every state change is written to the store before
@@ -213,7 +217,11 @@ class Engine {
   void start_stage(Candidate& c);
   void on_stage_exit(int64_t id, const ProcessResult& r);
   void finish_training(Candidate& c, const std::filesystem::path& last_log);
+  /// Gathers the evidence on a measured candidate, asks the judge (judge.h)
+  /// and applies its ruling. value: the metric of the run just finished.
   void decide(Candidate& c, double value);
+  /// The judge's reapply: cherry-picks c's change onto the best, to be built
+  /// and measured again (a conflict ends it). value: its mean on the older best.
   void reapply(Candidate& c, double value);
 
   // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
