@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <iomanip>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -27,6 +26,7 @@
 #include "daemon/decide/summary.h"
 #include "daemon/engine/run_end.h"
 #include "daemon/duration.h"
+#include "daemon/engine/judge.h"
 #include "daemon/exec/process_groups.h"
 #include "daemon/exec/sandbox.h"
 #include "daemon/fatal_error.h"
@@ -48,8 +48,6 @@ namespace {
 constexpr double kProposalGraceS = 8;
 /// How often the engine checks that results.db is still the file it has open.
 constexpr double kStoreCheckS = 2;
-/// How often a candidate's change is re-applied onto a newer best at most.
-constexpr int kMaxReapplies = 3;
 /// How often one experiment runs again after a fault of the machine before the fault is its own.
 constexpr int kMaxFaultReruns = 2;
 
@@ -939,79 +937,72 @@ void Engine::measured(Candidate& c, const RunEnd& end) {
 // ---------------------------------------------------------------- decisions
 
 void Engine::decide(Candidate& c, double v) {
-  std::string tail = file_tail(log_path(c, config_.stages.back().name));
-  if (c.baseline) {
-    baseline_pending_ = false;
-    const std::string why = config_.metric + " " + format_number(v);
-    store_.set_decision(c.id, "kept: the baseline, " + why, v);
-    keep(c, v, why);
-    decide_deferred();  // candidates measured while the baseline ran, in order
-    return;
-  }
-  // Decided later: before the baseline or during a round that holds candidates
-  // back, and while the best's re-runs are on their way (its mean rests on
-  // kMinIncumbentRuns runs before anything is measured against it).
-  const bool stale = c.parent != best_commit_;
-  if (baseline_pending_ || rounds_->holds() || (!stale && incumbent_pending())) {
-    deferred_.push_back(c.id);
-    c.phase = Phase::kMeasured;
-    release(c);  // its slot and GPU; the decision needs no files
-    return;
-  }
-  // The keep rule (keep_rule.h) on every run of the candidate and of the commit
-  // it was made against, under the boards' current calibration.
+  // The evidence (judge.h): the runs of the candidate, of the commit it was
+  // made against and of the best, under the boards' current calibration.
+  Evidence e;
+  e.metric = config_.metric;
+  e.baseline = c.baseline;
+  e.value = v;
+  e.baseline_pending = baseline_pending_;
+  e.round_holds = rounds_->holds();
+  e.incumbent_pending = incumbent_pending();
+  e.parent = c.parent;
+  e.best = best_commit_;
   const std::vector<TrialRow> trials = store_.trials(config_.tag);
   const int64_t calibration = rounds_->calibration();
-  std::vector<double> runs = runs_of(trials, c.commit, calibration);
-  if (runs.empty()) {  // measured before the boards were calibrated again
-    log_("#" + std::to_string(c.id) + " was measured under an older board calibration; it runs again");
-    c.pin_gpu.clear();
-    c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
-    return schedule_pump();
-  }
-  KeepInput in;
-  in.incumbent = runs_of(trials, c.parent, calibration);
-  if (in.incumbent.empty()) in.incumbent = runs_of(trials, best_commit_, calibration);
-  in.candidate = runs;
-  in.noise = decision_noise(trials);
+  e.runs = runs_of(trials, c.commit, calibration);
+  e.parent_runs = runs_of(trials, c.parent, calibration);
+  e.best_runs = runs_of(trials, best_commit_, calibration);
+  e.noise = decision_noise(trials);
   auto row = store_.experiment(c.id);
   const DiffLines lines = count_diff_lines(row ? row->diff : "");
-  in.lines_added = lines.added;
-  in.lines_removed = lines.removed;
-  in.confirmations_done = c.confirmations;
-  const double mean = spread_of(runs).mean;
-  if (stale) {
-    // Measured on an older best, its runs only screen it: better than that best
-    // (Δ > 0), its change is re-applied onto the best and the rule decides on
-    // the new runs; else it is discarded.
-    const Spread parent = spread_of(in.incumbent);
-    std::ostringstream why;
-    why << std::fixed << std::setprecision(6) << "mean " << mean << " (n=" << runs.size() << ") on the older best "
-        << short_commit(c.parent) << ", whose mean is " << parent.mean << " (n=" << parent.n << "): Δ = " << std::showpos
-        << parent.mean - mean;
-    if (parent.mean - mean > 0) {
-      store_.set_decision(c.id, "re-applied: " + why.str() + " > 0", mean);
-      return reapply(c, mean);
-    }
-    ++since_round_;
-    store_.set_decision(c.id, "discarded: " + why.str() + " ≤ 0", mean);
-    return fail(c, status::kDiscarded, "discarded: " + why.str() + " ≤ 0", tail);
+  e.lines_added = lines.added;
+  e.lines_removed = lines.removed;
+  e.confirmations_done = c.confirmations;
+  e.reapplies_done = c.reapplies;
+  for (const auto& w : workers_) e.gpus.push_back(w.gpu);
+  e.run_gpus = gpus_of(trials, c.commit, calibration);
+  const Ruling r = judge(e, keep_settings(config_));
+
+  // The ruling applied: the store's decision line first, then the branch or the next run.
+  switch (r.action) {
+    case Action::defer:
+      deferred_.push_back(c.id);
+      c.phase = Phase::kMeasured;
+      release(c);  // its slot and GPU; the decision needs no files
+      return;
+    case Action::remeasure:
+      log_("#" + std::to_string(c.id) + " " + r.reason);
+      c.pin_gpu.clear();
+      c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
+      return schedule_pump();
+    case Action::confirm:
+      store_.set_decision(c.id, r.reason, r.value);
+      ++c.confirmations;
+      c.purpose = purpose::kConfirm;
+      c.pin_gpu = r.gpu;
+      c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
+      log_("#" + std::to_string(c.id) + " runs again" + (c.pin_gpu.empty() ? "" : " on GPU " + c.pin_gpu) + ": " +
+           r.reason);
+      return schedule_pump();
+    case Action::reapply:
+      store_.set_decision(c.id, r.reason, r.value);
+      return reapply(c, *r.value);
+    case Action::discard:
+      ++since_round_;
+      store_.set_decision(c.id, r.reason, r.value);
+      return fail(c, status::kDiscarded, r.reason, file_tail(log_path(c, config_.stages.back().name)));
+    case Action::keep:
+      store_.set_decision(c.id, r.reason, r.value);
+      if (c.baseline) {
+        baseline_pending_ = false;
+        // Its log line has always been "#1 kept: val_bpb 0.98"; the store's says "the baseline" too.
+        keep(c, *r.value, config_.metric + " " + format_number(*r.value));
+        return decide_deferred();  // candidates measured while the baseline ran, in order
+      }
+      ++since_round_;
+      return keep(c, *r.value, r.reason);
   }
-  const KeepDecision d = decide_keep(in, keep_settings(config_));
-  store_.set_decision(c.id, d.reason, mean);
-  if (d.verdict == Verdict::confirm) {
-    std::vector<std::string> gpus;
-    for (const auto& w : workers_) gpus.push_back(w.gpu);
-    ++c.confirmations;
-    c.purpose = purpose::kConfirm;
-    c.pin_gpu = confirmation_gpu(gpus, gpus_of(trials, c.commit, calibration));
-    c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
-    log_("#" + std::to_string(c.id) + " runs again" + (c.pin_gpu.empty() ? "" : " on GPU " + c.pin_gpu) + ": " + d.reason);
-    return schedule_pump();
-  }
-  ++since_round_;
-  if (d.verdict == Verdict::discard) return fail(c, status::kDiscarded, d.reason, tail);
-  keep(c, mean, d.reason);
 }
 
 void Engine::decide_deferred() {
@@ -1031,8 +1022,6 @@ void Engine::reapply(Candidate& c, double v) {
   // best of now is measured again on top of it.
   what << config_.metric << " " << v << " was measured on " << short_commit(c.parent)
        << ", an older best, and beat it (the best is now " << *best_val_ << ")";
-  if (c.reapplies >= kMaxReapplies)
-    return fail(c, status::kDiscarded, what.str() + ", " + std::to_string(c.reapplies) + " times: given up", tail);
   release(c);
   GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
   if (pick.commit.empty())

@@ -16,6 +16,38 @@
 // and must win in turn; a change that does not re-apply is a `conflict`, and
 // its stale diff goes back to the proposer.
 //
+// What happens to a measured candidate (keep, discard, confirm, re-apply,
+// wait) is the judge's ruling (judge.h), a pure function of the evidence the
+// engine reads from its state and the store; the engine applies it.
+//
+// A candidate's phases (Candidate::phase; a candidate that ends, kept or
+// failed, is erased at once, its worker and slot freed):
+//
+//   from        to          when
+//   (new)       kProposing  a proposal is asked for (request_proposal)
+//   (new)       kCommitted  the baseline, and a repeat run of the best (noise round, incumbent re-run)
+//   kProposing  kCommitted  the proposal is committed (on_proposal)
+//   kProposing  (erased)    patch_rejected, proposer_error, or the proposer waits (its row is asked again)
+//   kCommitted  (erased)    a stale candidate whose change does not apply onto the best: conflict
+//   kCommitted  kBuilding   a slot is free and fewer than max_builds run (start_build; a stale
+//                           candidate is first moved onto the best)
+//   kCommitted  kBuilt      slurm.build = "job": the job builds it (built_in_job)
+//   kBuilding   kBuilt      the build succeeded (on_build_exit)
+//   kBuilding   kCommitted  a fault of the machine: built again once it clears (rerun)
+//   kBuilding   (erased)    build_fail (a fix is owed), tampered
+//   kBuilt      kTraining   a worker is free and may train it (start_trainings, may_train)
+//   kTraining   kCommitted  a fault of the machine: built and run again once it clears (rerun)
+//   kTraining   (erased)    crash, timeout, tampered, interrupted; a repeat's run ended (end_repeat)
+//   kTraining   ...         measured (finish_training): the judge's ruling (decide):
+//                 kMeasured   defer: it waits for the baseline, a round, or the best's re-runs
+//                 kBuilt      confirm or remeasure: it runs again in the slot it holds
+//                 kCommitted  reapply: its change is cherry-picked onto the best and built anew
+//                 (erased)    keep, discard (a reapply whose change conflicts ends as a conflict)
+//   kMeasured   ...         decide_deferred: the judge's ruling again, as from kTraining, but
+//                           confirm and remeasure go to kCommitted (its slot was released)
+//   any         (erased)    the daemon stops: interrupted (maybe_finish_stop); a fault of the machine
+//                           that follows one experiment every time: crash (rerun)
+//
 // Children are Boost.Process v2 processes (child_process.h) whose exits
 // arrive as events; timeouts are steady_timers; SIGTERM and SIGINT arrive
 // through a signal_set. Every state change is written to the store before
@@ -108,7 +140,8 @@ class Engine {
   int run();
 
  private:
-  /// kMeasured: trained, waiting for the baseline's value to be decided.
+  /// The table at the top of this file. kMeasured: measured, its decision
+  /// deferred (judge.h) until what it waits for is there.
   enum class Phase { kProposing, kCommitted, kBuilding, kBuilt, kTraining, kMeasured };
   struct Candidate {
     int64_t id = 0;
@@ -218,7 +251,11 @@ class Engine {
   void end_run(Candidate& c, const RunEnd& end);
   /// A run that measured the metric: its trial and metrics recorded, then decided.
   void measured(Candidate& c, const RunEnd& end);
+  /// Gathers the evidence on a measured candidate, asks the judge (judge.h)
+  /// and applies its ruling. value: the metric of the run just finished.
   void decide(Candidate& c, double value);
+  /// The judge's reapply: cherry-picks c's change onto the best, to be built
+  /// and measured again (a conflict ends it). value: its mean on the older best.
   void reapply(Candidate& c, double value);
 
   // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
