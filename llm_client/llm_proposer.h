@@ -40,6 +40,8 @@ class LlmProposer : public ard::Proposer {
   ard::ProposalResult propose(const ard::ProposalContext& context) override;
   /// Each call builds its own prompt and HTTP request; the client is safe to share.
   bool concurrent() const override { return true; }
+  /// The model reads the compiler's errors and the failed files, and repairs them.
+  bool fixes_builds() const override { return true; }
 
  private:
   ard::ProposalResult capped(const CapReached& cap, const ard::ProposalContext& context,

@@ -81,6 +81,7 @@ TEST(OfflineProposer, ProposesOneOrTwoChangesSeededAndRecorded) {
   cfg.seed = 100;
   OfflineProposer p(cfg);
   EXPECT_EQ(p.name(), "offline");
+  EXPECT_FALSE(p.fixes_builds());  // it mutates the best's constants and never reads a failure
   ard::ProposalResult a = p.propose(context(5)), b = p.propose(context(5)), c = p.propose(context(6));
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a.proposal->description, b.proposal->description);  // same seed, same proposal

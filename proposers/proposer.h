@@ -112,6 +112,12 @@ class Proposer {
   /// Whether propose() may run on several threads at once (several GPUs ask
   /// ahead in parallel). A proposer that keeps order-dependent state says no.
   virtual bool concurrent() const { return false; }
+  /// Whether propose() fixes a build: given last_failure (the compiler's
+  /// errors) and the failed commit's files, it answers with a repair of them.
+  /// Only then does the daemon ask for fixes of a broken build; a proposer
+  /// that would ignore the failure would spend its next ideas on the broken
+  /// files instead, and lose them as further build failures.
+  virtual bool fixes_builds() const { return false; }
 };
 
 }  // namespace ard

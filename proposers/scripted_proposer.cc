@@ -20,6 +20,10 @@ ScriptedProposer::ScriptedProposer(const std::filesystem::path& script) {
     const auto& e = entries_[i];
     std::string where = script.string() + ": entry " + std::to_string(i + 1);
     if (!e.is_object()) throw std::runtime_error(where + ": expected an object");
+    if (e.contains("fix")) {
+      if (!e["fix"].is_boolean()) throw std::runtime_error(where + ": fix must be true or false");
+      fixes_builds_ = fixes_builds_ || e["fix"].get<bool>();
+    }
     if (e.contains("error")) {
       std::string k = e.value("error", "");
       if (k != "bad_edit" && k != "unavailable" && k != "fatal")

@@ -13,7 +13,11 @@
 // before the number of non-baseline experiments already in the history, so a
 // restarted daemon goes on where it stopped. An "unavailable" entry is not
 // used up: it answers every call until the script is changed (an outage).
-// "error" is one of bad_edit, unavailable, fatal.
+// "error" is one of bad_edit, unavailable, fatal. An entry with "fix": true is
+// written as the repair of a broken build; a script with one such entry says
+// that this proposer fixes builds (fixes_builds), so the daemon asks it for
+// fixes of a broken build, which take the next entries in order as any
+// proposal does. A script without one is never asked for a fix.
 #pragma once
 
 #include <filesystem>
@@ -29,9 +33,11 @@ class ScriptedProposer : public Proposer {
   explicit ScriptedProposer(const std::filesystem::path& script);
   std::string name() const override { return "scripted"; }
   ProposalResult propose(const ProposalContext& context) override;
+  bool fixes_builds() const override { return fixes_builds_; }
 
  private:
   nlohmann::json entries_;
+  bool fixes_builds_ = false;  ///< an entry has "fix": true
   size_t next_ = 0;  ///< the entry after the last one handed out
 };
 

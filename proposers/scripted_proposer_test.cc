@@ -56,6 +56,26 @@ TEST(ScriptedProposer, BadScriptsNameTheEntry) {
   EXPECT_THROW(ScriptedProposer(dir / "missing.json"), std::runtime_error);
 }
 
+// Only a script that says it holds a fix is asked to fix builds: the others
+// would spend their next ideas on the broken files.
+TEST(ScriptedProposer, FixesBuildsOnlyWithAFixEntry) {
+  testing::TempDir dir;
+  testing::write_file(dir / "plain.json", R"([{"description": "one", "writes": [{"path": "a.cu", "content": "1"}]}])");
+  EXPECT_FALSE(ScriptedProposer(dir / "plain.json").fixes_builds());
+  testing::write_file(dir / "fix.json", R"([
+    {"description": "break", "writes": [{"path": "a.cu", "content": "("}]},
+    {"description": "repair", "fix": true, "writes": [{"path": "a.cu", "content": "1"}]}
+  ])");
+  EXPECT_TRUE(ScriptedProposer(dir / "fix.json").fixes_builds());
+  testing::write_file(dir / "bad.json", R"([{"description": "x", "fix": "yes", "writes": [{"path": "a.cu", "content": "1"}]}])");
+  try {
+    ScriptedProposer p(dir / "bad.json");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("entry 1: fix must be true or false"));
+  }
+}
+
 TEST(ScriptedProposer, EditsChangeTheFilesItIsGivenAndAddUp) {
   testing::TempDir dir;
   testing::write_file(dir / "s.json", R"([

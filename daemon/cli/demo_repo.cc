@@ -146,7 +146,6 @@ std::string demo_config_toml(const DemoSettings& settings) {
          "budget_s = 0.3\n"
          "startup_s = 5\n"
          "retry_wait_s = 1\n"
-         "max_fix_attempts = 0   # the script fixes no build: the next candidate starts from the best\n"
          "gpus = [\"0\"]      # one simulated GPU slot\n"
          "\n"
          "[build]\n"

@@ -83,7 +83,6 @@ TEST(DemoRepo, MakesACommittedRepoTheDaemonCanRead) {
   EXPECT_EQ(c.tag, "demo");
   EXPECT_EQ(c.editable, std::vector<std::string>{"trainer/train.sim"});
   EXPECT_EQ(c.gpus, std::vector<std::string>{"0"});
-  EXPECT_EQ(c.max_fix_attempts, 0);
   EXPECT_EQ(c.preflight_gpu, "off");
   EXPECT_FALSE(c.data.enabled);
   EXPECT_STREQ(to_string(c.sandbox.mode), "bwrap");

@@ -168,6 +168,17 @@ std::optional<double> shown_expected_end(const ExperimentRow& r) {
   return r.stage_expected;
 }
 
+/// What the data step runs now (its children's groups are in the store while
+/// they run), before any experiment exists: "the data step: ...".
+std::optional<std::string> data_step_line(Store& store, double now) {
+  for (const auto& g : store.live_process_groups()) {
+    const std::string since = " (" + format_duration(now - g.started_at) + ")";
+    if (g.what == "data-build") return "the data step: building the trainer at the branch tip" + since;
+    if (g.what == "prepare") return "the data step: preparing the dataset (tokenizer, shards)" + since;
+  }
+  return std::nullopt;
+}
+
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
                           const NoiseSettings& noise) {
   std::ostringstream os;
@@ -197,7 +208,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     os << pad(std::to_string(r.id), 4, true) << "  " << pad(r.commit.empty() ? "-" : r.commit.substr(0, 7), 7)
        << "  " << pad(val, 9, true) << "  " << pad(delta, 9, true) << "  " << pad(r.state, 14) << "  "
        << pad(format_duration(end - r.started_at), 8, true) << "  " << pad(mean_spread(trials, r), 26) << "  "
-       << pad(or_dash(decision_rule(store.decision(r.id))), 17) << "  " << clean(display_description(r)) << "\n";
+       << pad(or_dash(decision_rule(store.decision(r.id))), 17) << "  " << (r.fix_of ? "(fix of #" + std::to_string(*r.fix_of) + ") " : "") << clean(display_description(r)) << "\n";
     if (r.state == status::kKept && r.val_bpb) {
       best = r.val_bpb;
       best_row = &r;
@@ -238,7 +249,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   for (const auto& r : rows)
     if (!is_final_state(r.state)) in_flight.push_back(&r);
   if (in_flight.empty()) {
-    os << "now: " << (daemon_pid ? "idle" : "nothing") << "\n";
+    os << "now: " << (daemon_pid ? data_step_line(store, now).value_or("idle") : "nothing") << "\n";
     return os.str();
   }
   if (!daemon_pid) {

@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 
+#include "daemon/util/clock.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -111,6 +112,21 @@ TEST_F(ReportTest, AnUnknownTagIsOneLineNamingTheTagsThereAre) {
   testing::TempDir empty;
   Store none((empty / "results.db").string());
   EXPECT_EQ(unknown_tag(none, "main"), "no experiments with tag main in this repo's results (no tag has any yet)");
+}
+
+// Before the first experiment, the data step builds the trainer and runs
+// prepare (minutes on a cold GPU box): status says so instead of "idle".
+TEST_F(ReportTest, DuringTheDataStepStatusSaysWhatItRuns) {
+  store.add_run("fresh", "autoresearch/fresh", kBase);
+  const double now = now_seconds();
+  EXPECT_THAT(render_status(store, "fresh", 4242, now), HasSubstr("now: idle"));
+  int64_t build = store.add_process_group(99999, 1, "data-build");
+  EXPECT_THAT(render_status(store, "fresh", 4242, now + 77),
+              HasSubstr("now: the data step: building the trainer at the branch tip (1m"));
+  store.end_process_group(build);
+  store.add_process_group(99998, 1, "prepare");
+  EXPECT_THAT(render_status(store, "fresh", 4242, now + 90), HasSubstr("now: the data step: preparing the dataset"));
+  EXPECT_THAT(render_status(store, "fresh", std::nullopt, now + 90), HasSubstr("now: nothing"));  // no daemon
 }
 
 TEST_F(ReportTest, StatusCountsTheLlmCallsOfItsTagOnly) {

@@ -895,7 +895,7 @@ void Engine::end_run(Candidate& c, const RunEnd& end) {
   switch (end.kind) {
     case Kind::kMachineFault: return rerun(c, *end.fault);
     case Kind::kBuildFailed:
-      if (!c.baseline && c.id > 0 && c.fix_round < config_.max_fix_attempts)
+      if (proposer_.fixes_builds() && !c.baseline && c.id > 0 && c.fix_round < config_.max_fix_attempts)
         fixes_.push_back(Fix{c.id, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
       return fail(c, status::kBuildFail, end.detail, end.log_tail, end.failure_detail);
     case Kind::kOk:
@@ -1052,7 +1052,8 @@ void Engine::keep(Candidate& c, double v, const std::string& why) {
   best_val_ = v;
   best_id_ = c.id;
   last_failure_.reset();
-  log_("#" + std::to_string(c.id) + " kept: " + why);
+  // The keep rule's reasons say "kept: ..." themselves; the baseline's is its value alone.
+  log_("#" + std::to_string(c.id) + " " + (why.rfind("kept: ", 0) == 0 ? why : "kept: " + why));
   release(c);
   erase(c.id);
   if (!rounds_->active()) top_up_incumbent();

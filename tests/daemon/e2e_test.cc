@@ -193,7 +193,11 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
       edit("crash in training", "val_bpb 0.5\nCRASH\n"),                              // #4 crash
       edit("hang forever", "val_bpb 0.5\nHANG\n"),                                    // #5 timeout
       edit("break the build", "val_bpb 0.9\nBUILD_ERROR 'x' was not declared\n"),     // #6 build_fail
-      edit("fix the build", "val_bpb 0.90\n"),                                        // #7 kept, fixes #6
+      [] {  // #7 kept, fixes #6 (the script's "fix" entry makes it a proposer that fixes builds)
+        auto e = edit("fix the build", "val_bpb 0.90\n");
+        e["fix"] = true;
+        return e;
+      }(),
       edit("nan loss", "NAN\n"),                                                      // #8 crash
       edit("print nothing", "SILENT\n"),                                              // #9 crash
       {{"description", "touch the harness"},
@@ -280,6 +284,7 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_THAT(status.out, HasSubstr("training share of wall time"));
   EXPECT_THAT(status.out, HasSubstr("now: nothing"));
   EXPECT_THAT(status.out, Not(HasSubstr("clamped")));  // the fake trainer reports less than its wall time
+  EXPECT_THAT(status.out, HasSubstr("(fix of #" + std::to_string(rows[5].id) + ") fix the build"));
 
   // A tag with no experiments is one line naming it and the tags there are, not an empty table.
   for (const char* cmd : {"status --tag nope", "export --tag nope", "plot --tag nope"}) {
@@ -421,6 +426,23 @@ TEST_F(DaemonE2E, AForgedSummaryIsTamperedAndNeverBecomesTheBest) {
   ASSERT_TRUE(rows[4].val_bpb);
   EXPECT_DOUBLE_EQ(*rows[4].val_bpb, 0.9);
   EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "honest\nbase\n");
+}
+
+// A proposer that does not read a build's failure (a script without a "fix"
+// entry, like the offline proposer) is never asked to fix it: the next idea
+// starts from the best and is not lost as a second build failure.
+TEST_F(DaemonE2E, ABrokenBuildTakesNoIdeaDownWhenTheProposerDoesNotFixBuilds) {
+  // One run decides: the test is about which base the next idea gets, not the keep rule's repeats.
+  write_config(10, testing::kOneRunDecides);
+  write_script(nlohmann::json::array({
+      edit("break the build", "val_bpb 0.9\nBUILD_ERROR 'x' was not declared\n"),  // #2 build_fail
+      edit("a real gain", "val_bpb 0.9\n"),                                        // #3 kept, from the best
+  }));
+  auto rows = run_until_finished(3);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "build_fail") << rows[1].error;
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(rows[2].fix_of, std::nullopt);  // not handed the broken files as a fix
 }
 
 // An incremental build that keeps its output while it is newer than the source,

@@ -119,6 +119,7 @@ TEST_P(LlmProposerTest, GoodAnswerBecomesWrites) {
   testing::FakeLlmServer server(json::array({{{"answer", "Here it is.\n" + kGood}}}), kKey, dir_.path());
   auto p = proposer(server);
   EXPECT_EQ(p->name(), std::string("llm:") + protocol_name(GetParam()) + "/m");
+  EXPECT_TRUE(p->fixes_builds());  // it reads the compiler's errors and repairs the files
   ard::ProposalResult r = p->propose(context());
   ASSERT_TRUE(r.ok()) << r.error->message;
   EXPECT_EQ(r.proposal->description, "depth 10");

@@ -123,7 +123,7 @@ function renderTable() {
     el('td', { class: 'state-' + r.state }, r.state),
     el('td', {}, r.gpu === null ? '-' : r.gpu),
     el('td', { class: 'num' }, duration((r.ended_at || now) - r.started_at)),
-    el('td', {}, r.description))));
+    el('td', {}, (r.fix_of !== null ? '(fix of #' + r.fix_of + ') ' : '') + r.description))));
 }
 
 /// The chart's datasets: the experiments with a value as points, one dataset
