@@ -133,6 +133,31 @@ output = 15.0
   pid_t daemon_pid = -1;
 };
 
+// A build the LLM broke goes back to it with the compiler's errors and the
+// broken file; its repair is the next experiment, recorded as the fix.
+TEST_P(LlmDaemonE2E, ABrokenBuildIsHandedBackAndTheRepairIsKept) {
+  json script = json::array({
+      // #2: does not build.
+      {{"answer", search_replace("declare nothing", "val_bpb 1.0", "val_bpb 0.9\nBUILD_ERROR 'x' was not declared")}},
+      // #3: the fix, made on the broken file.
+      {{"answer", search_replace("declare x", "val_bpb 0.9\nBUILD_ERROR 'x' was not declared", "val_bpb 0.9")}},
+  });
+  testing::FakeLlmServer server(script, kKey, server_dir.path());
+  write_config(server.base_url(anthropic()));
+  start_daemon();
+  auto rows = wait_for_finished(3);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, "build_fail") << rows[1].error;
+  EXPECT_EQ(rows[2].state, "kept") << rows[2].error;
+  EXPECT_EQ(rows[2].fix_of, rows[1].id);
+  ard::Store store((repo / ".autoresearchd/results.db").string());
+  auto attempts = store.attempts(rows[2].id);
+  ASSERT_FALSE(attempts.empty());
+  EXPECT_THAT(attempts[0].prompt, HasSubstr("'x' was not declared"));  // the compiler's error
+  EXPECT_THAT(attempts[0].prompt, HasSubstr("BUILD_ERROR"));            // the broken file
+  EXPECT_THAT(run("status").out, HasSubstr("(fix of #" + std::to_string(rows[1].id) + ") declare x"));
+}
+
 TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
   json script = json::array({
       // #2: kept.
