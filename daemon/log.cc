@@ -32,13 +32,17 @@ std::string format_time(double unix_seconds) {
   return buf;
 }
 
-void Log::operator()(const std::string& line) {
+void Log::operator()(const std::string& line) { write(line, echo_); }
+
+void Log::file_only(const std::string& line) { write(line, !file_); }
+
+void Log::write(const std::string& line, bool to_stderr) {
   std::string text = format_time(static_cast<double>(std::time(nullptr))) + " " + line + "\n";
   if (file_) {
     std::fputs(text.c_str(), file_);
     std::fflush(file_);
   }
-  if (echo_) {
+  if (to_stderr) {
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
   }

@@ -16,8 +16,13 @@ class Log {
   Log(const Log&) = delete;
   Log& operator=(const Log&) = delete;
   void operator()(const std::string& line);
+  /// A line that main prints to the terminal itself (the fatal error it exits
+  /// with): into the file only, so the foreground shows it once. Without a
+  /// file it goes to stderr like any line.
+  void file_only(const std::string& line);
 
  private:
+  void write(const std::string& line, bool to_stderr);
   FILE* file_ = nullptr;
   bool echo_;
 };

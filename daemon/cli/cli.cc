@@ -161,7 +161,7 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   } catch (const LoggedFatalError&) {
     throw;  // its line is in the log already: written once
   } catch (const std::exception& e) {
-    log(std::string("error: ") + e.what());
+    log.file_only(std::string("error: ") + e.what());  // main prints it to the terminal
     throw;
   }
   if (abandoned > 0) {

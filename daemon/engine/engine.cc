@@ -391,7 +391,7 @@ void Engine::maybe_finish_stop() {
   if (data_running_ || proposals_running_ > 0) return;
   stop_deadline_.cancel();
   if (store_lost_) {  // nothing can be recorded: the next start's reconcile has nothing of this session
-    log_(stop_reason_);
+    log_.file_only(stop_reason_);
     signals_.cancel();
     return io_.stop();
   }
@@ -414,7 +414,8 @@ void Engine::maybe_finish_stop() {
     if (!drop_empty_row(id, "at stop")) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
   idle_rows_.clear();
   store_.end_session(session_, stop_reason_);
-  log_(stop_reason_ == "stopped" ? "stopped" : stop_reason_);
+  if (fatal_) log_.file_only(stop_reason_);  // main prints it to the terminal as it exits
+  else log_(stop_reason_);
   signals_.cancel();
   io_.stop();
 }

@@ -766,6 +766,10 @@ TEST_F(DaemonE2E, AFatalErrorIsOneLineInTheDaemonLog) {
   for (std::string l; std::getline(out, l);) out_lines.push_back(l);
   ASSERT_FALSE(out_lines.empty());
   EXPECT_THAT(out_lines.back(), ::testing::StartsWith("autoresearchd: error: the baseline #1 failed (crash): " + cause));
+  // The terminal (the foreground echoes the log) shows the fatal line once: main's.
+  size_t on_terminal = 0;
+  for (const auto& l : out_lines) on_terminal += l.find("error: the baseline #1 failed") != std::string::npos;
+  EXPECT_EQ(on_terminal, 1u) << fg.out;
 
   std::string log = read_file(repo / ".autoresearchd/daemon.log");
   auto count = [&](const std::string& needle) {
