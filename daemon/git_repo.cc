@@ -2,6 +2,7 @@
 // GitError with libgit2's own message; objects are owned by GitPtr.
 #include "daemon/git_repo.h"
 
+#include <algorithm>
 #include <git2.h>
 
 #include <fstream>
@@ -175,6 +176,33 @@ bool GitRepo::has_commit(const std::string& id) const {
   if (git_commit_lookup(&c, repo_, &oid) < 0) return false;
   git_commit_free(c);
   return true;
+}
+
+size_t GitRepo::commits_ahead(const std::string& from, const std::string& to) const {
+  git_oid a = parse_oid(to), b = parse_oid(from);
+  size_t ahead = 0, behind = 0;
+  check(git_graph_ahead_behind(&ahead, &behind, repo_, &a, &b), "cannot compare " + from + " with " + to);
+  return ahead;
+}
+
+std::optional<std::vector<std::string>> GitRepo::first_parent_path(const std::string& from,
+                                                                   const std::string& to) const {
+  std::vector<std::string> path;
+  std::string at = to;
+  while (at != from) {
+    Commit c = lookup_commit(repo_, at);
+    if (git_commit_parentcount(c.get()) == 0) return std::nullopt;  // the root: `from` was not on the way
+    path.push_back(at);
+    at = oid_str(git_commit_parent_id(c.get(), 0));
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::string GitRepo::summary(const std::string& commit) const {
+  Commit c = lookup_commit(repo_, commit);
+  const char* s = git_commit_summary(c.get());
+  return s ? s : "";
 }
 
 void GitRepo::exclude(const std::string& pattern) {

@@ -59,6 +59,13 @@ class GitRepo {
   /// Full id of HEAD's commit.
   std::string head() const;
   bool has_commit(const std::string& id) const;
+  /// How many commits `to` has that `from` does not (git rev-list --count from..to).
+  size_t commits_ahead(const std::string& from, const std::string& to) const;
+  /// The commits from `from` (excluded) to `to` (included) along first parents,
+  /// oldest first; nullopt when `from` is not on that path.
+  std::optional<std::vector<std::string>> first_parent_path(const std::string& from, const std::string& to) const;
+  /// The first line of a commit's message.
+  std::string summary(const std::string& commit) const;
   /// Adds a line to .git/info/exclude (shared by every worktree) unless present.
   void exclude(const std::string& pattern);
 

@@ -72,6 +72,7 @@ struct Options {
   std::string repo;
   std::string config;
   std::string tag;
+  bool rebase = false;  ///< start --rebase
 };
 
 /// What a command does when the repo it finds is a worktree inside a state
@@ -114,7 +115,7 @@ class ReadyPipe {
 };
 
 /// The daemon proper, in the foreground or in a detached child.
-int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
+int run_daemon(const Config& config, bool detached, ReadyPipe& ready, bool rebase = false) {
   // Before anything reads the API key: no core file, no /proc/<pid>/environ for the user's other processes.
   if (std::string why = harden_process(); !why.empty()) throw FatalError("cannot harden the daemon: " + why);
   StateDir state(config.repo);
@@ -146,6 +147,7 @@ int run_daemon(const Config& config, bool detached, ReadyPipe& ready) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   Engine engine(io, config, state, store, *proposer, log, gpus);  // takes SIGTERM and SIGINT from here on
+  if (rebase) engine.rebase_at_start();
   // serve.enabled: the dashboard on the engine's loop, gone when the engine stops.
   std::unique_ptr<DashboardActions> dashboard_actions;
   std::unique_ptr<DashboardServer> dashboard;
@@ -188,7 +190,7 @@ int cmd_start(const Options& o, bool detach) {
   if (auto why = sandbox_start_refusal(config.sandbox.mode)) throw FatalError(*why);
   if (!detach) {
     ReadyPipe none(-1);
-    return run_daemon(config, false, none);
+    return run_daemon(config, false, none, o.rebase);
   }
   StateDir state(config.repo);
   state.create();
@@ -209,7 +211,7 @@ int cmd_start(const Options& o, bool detach) {
     ReadyPipe ready(fds[1]);
     int rc = 1;
     try {
-      rc = run_daemon(config, true, ready);
+      rc = run_daemon(config, true, ready, o.rebase);
     } catch (const std::exception& e) {
       ready.send(std::string("error: ") + e.what());
     }
@@ -454,6 +456,9 @@ int run_cli(int argc, char** argv) {
   CLI::App* start = app.add_subcommand("start", "run the experiment loop until stopped");
   common(start, true);
   start->add_flag("--detach", detach, "run in the background (log in .autoresearchd/daemon.log)");
+  start->add_flag("--rebase", o.rebase,
+                  "move the tag's kept changes onto your checkout's HEAD (your newer commits) and measure a new baseline "
+                  "there");
   CLI::App* stop = app.add_subcommand("stop", "stop the running daemon cleanly");
   common(stop, false);
   stop->add_option("--timeout", stop_timeout, "seconds to wait for it to exit")->check(CLI::PositiveNumber);

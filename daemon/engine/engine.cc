@@ -251,11 +251,58 @@ void Engine::reconcile() {
   best_id_ = best ? best->id : 0;
   if (!repo_->has_commit(best_commit_))
     throw FatalError("kept commit " + best_commit_ + " of #" + std::to_string(best->id) + " is not in the repo");
+  if (rebase_) rebase_onto_head();
+  else note_newer_head();
   if (*tip != best_commit_) {
     log_("reconcile: autoresearch/" + config_.tag + " tip " + short_commit(*tip) + " is not the best kept commit; reset to " +
          short_commit(best_commit_));
     repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: reset to the best kept commit");
   }
+}
+
+std::vector<std::string> Engine::kept_chain() {
+  // The kept commits are the first-parent path from the base to the best (a rebase's too).
+  return repo_->first_parent_path(base_commit_, best_commit_).value_or(std::vector<std::string>{});
+}
+
+void Engine::note_newer_head() {
+  const std::string head = repo_->head();
+  if (head == base_commit_ || head == best_commit_) return;
+  const size_t ahead = repo_->commits_ahead(best_commit_, head);  // HEAD's commits the tag does not have
+  if (ahead == 0) return;  // HEAD is on the research branch (checked out to look at it)
+  log_("note: your checkout's HEAD " + short_commit(head) + " has " + std::to_string(ahead) +
+       " commit(s) that tag " + config_.tag + " does not (it researches on " + short_commit(base_commit_) +
+       "); `autoresearchd start --rebase` moves its " + std::to_string(kept_chain().size()) +
+       " kept change(s) onto HEAD and measures a new baseline there");
+}
+
+void Engine::rebase_onto_head() {
+  const std::string head = repo_->head();
+  if (head == base_commit_) {
+    log_("--rebase: HEAD " + short_commit(head) + " is the tag's base already: nothing to move");
+    return;
+  }
+  // HEAD that already holds the best (the research branch merged into it) needs none of the chain.
+  std::vector<std::string> chain;
+  if (repo_->commits_ahead(head, best_commit_) > 0) chain = kept_chain();
+  std::string onto = head;
+  for (const auto& commit : chain) {  // objects only: no ref moves before every change applied
+    GitRepo::CherryPick pick = repo_->cherry_pick(commit, onto, "");
+    if (pick.commit.empty())
+      throw FatalError("--rebase: kept change " + short_commit(commit) + " (" + repo_->summary(commit) +
+                       ") does not apply onto " + short_commit(onto) + ": conflicts in " +
+                       join_list(pick.conflicts, 5) + "; nothing was moved");
+    onto = pick.commit;
+  }
+  store_.set_run_base(config_.tag, head);
+  log_("--rebase: tag " + config_.tag + " moved from " + short_commit(base_commit_) + " onto HEAD " +
+       short_commit(head) + " with its " + std::to_string(chain.size()) + " kept change(s), now " + short_commit(onto) +
+       "; a new baseline is measured there");
+  base_commit_ = head;
+  best_commit_ = onto;
+  best_val_.reset();
+  best_id_ = 0;
+  rebased_ = true;
 }
 
 bool Engine::open_slots() {
@@ -309,12 +356,13 @@ void Engine::begin() {
   bool need_baseline = true;
   for (const auto& r : store_.experiments(config_.tag))
     if (r.is_baseline && r.state != status::kInterrupted) need_baseline = false;
+  if (rebased_) need_baseline = true;  // the moved chain was never measured on its new base
   if (need_baseline) {
     // The baseline asks no proposer: the program it records is the file as it is, or "".
     const std::string hash =
         record_program(read_program_file(config_.repo / config_.program, config_.max_program_bytes).content);
     int64_t id = store_.create_experiment(config_.tag, true, best_commit_, hash, "baseline", std::nullopt);
-    store_.set_proposal(id, "baseline");
+    store_.set_proposal(id, rebased_ ? "baseline on " + short_commit(base_commit_) + " (--rebase)" : "baseline");
     store_.set_commit(id, best_commit_, "");
     repo_->set_ref(exp_ref(id), best_commit_, "autoresearchd: baseline");
     Candidate c;

@@ -139,6 +139,14 @@ class Engine {
   /// without waiting for them).
   int run();
 
+  /// `start --rebase`, before run(): the tag's kept changes (the commits from
+  /// its base to its best) are re-applied, in order, onto the checkout's HEAD, which becomes
+  /// the tag's base; the result is measured as a new baseline and is the best
+  /// from then on. A change that does not apply stops the start, naming it,
+  /// with nothing moved. Without it, a HEAD with commits the tag lacks is one
+  /// `note:` line in the log.
+  void rebase_at_start() { rebase_ = true; }
+
  private:
   /// The table at the top of this file. kMeasured: measured, its decision
   /// deferred (judge.h) until what it waits for is there.
@@ -194,6 +202,11 @@ class Engine {
 
   // Start and stop.
   void reconcile();
+  /// The kept changes, oldest first: the commits from the tag's base to the
+  /// best (what a rebase re-applies).
+  std::vector<std::string> kept_chain();
+  void note_newer_head();
+  void rebase_onto_head();
   /// Checks out every slot; false when a stop came meanwhile (the loop is polled between checkouts).
   bool open_slots();
   void prepare_data_then_begin();
@@ -366,6 +379,8 @@ class Engine {
   int proposals_running_ = 0;
   std::shared_ptr<std::atomic<int>> threads_inside_;
 
+  bool rebase_ = false;   ///< start --rebase was asked for
+  bool rebased_ = false;  ///< reconcile moved the chain: a new baseline is due
   bool started_ = false;  ///< the data step is done and the pipeline runs
   bool stopping_ = false;
   std::string stop_reason_;

@@ -146,6 +146,10 @@ std::optional<std::string> Store::run_base(const std::string& tag) {
   return s.text(0);
 }
 
+void Store::set_run_base(const std::string& tag, const std::string& base_commit) {
+  db_.prepare("UPDATE runs SET base_commit=? WHERE tag=?").bind(1, base_commit).bind(2, tag).run();
+}
+
 void Store::add_run(const std::string& tag, const std::string& branch, const std::string& base_commit) {
   db_.prepare("INSERT INTO runs(tag, branch, base_commit, created_at) VALUES(?,?,?,?)")
       .bind(1, tag).bind(2, branch).bind(3, base_commit).bind(4, now_seconds()).run();

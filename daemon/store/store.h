@@ -188,6 +188,8 @@ class Store : public llm::CallSink {
   // Runs.
   std::optional<std::string> run_base(const std::string& tag);
   void add_run(const std::string& tag, const std::string& branch, const std::string& base_commit);
+  /// The tag's base after `start --rebase` moved its kept chain onto a newer commit.
+  void set_run_base(const std::string& tag, const std::string& base_commit);
 
   // program.md versions, stored once each.
   void put_program(const std::string& hash, const std::string& content);

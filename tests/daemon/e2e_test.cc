@@ -445,6 +445,63 @@ TEST_F(DaemonE2E, ABrokenBuildTakesNoIdeaDownWhenTheProposerDoesNotFixBuilds) {
   EXPECT_EQ(rows[2].fix_of, std::nullopt);  // not handed the broken files as a fix
 }
 
+// A commit the user makes on their branch after the tag started is not
+// ignored silently: start says so, and `start --rebase` moves the tag's kept
+// changes onto it and measures a new baseline there. A kept change that does
+// not apply stops the start, naming it, with nothing moved.
+TEST_F(DaemonE2E, StartRebaseMovesTheKeptChangesOntoTheUsersNewCommit) {
+  // One run decides: the test is about which commit the research sits on, not the keep rule's repeats.
+  write_config(10, testing::kOneRunDecides);
+  write_script(nlohmann::json::array({edit("improve", "val_bpb 0.9\n")}));
+  auto rows = run_until_finished(2);
+  ASSERT_GE(rows.size(), 2u);
+  ASSERT_EQ(rows[1].state, "kept") << rows[1].error;
+  const std::string kept = rows[1].commit;
+
+  // The user commits on their branch: a file the kept change does not touch.
+  write_file(repo / "trainer/model/notes.cuh", "// the user's new kernel\n");
+  ASSERT_EQ(git("add trainer/model/notes.cuh && git -c user.name=t -c user.email=t@t commit -qm 'a new kernel'").code, 0);
+  const std::string head = trim(git("rev-parse HEAD").out);
+
+  // Without --rebase: one note, and the research stays where it was.
+  const std::string note = "note: your checkout's HEAD " + head.substr(0, 7) + " has 1 commit(s) that tag e2e does not";
+  pid_t second = spawn_daemon("second.log");
+  for (int i = 0; i < 300 && read_file(repo / ".autoresearchd/daemon.log").find(note) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(second, SIGTERM);
+  int st;
+  waitpid(second, &st, 0);
+  children.clear();
+  EXPECT_THAT(read_file(repo / ".autoresearchd/daemon.log"), HasSubstr(note));
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), kept);
+
+  // With --rebase: the kept change on HEAD, measured as the new baseline, which is the best.
+  ASSERT_EQ(daemon("start --detach --rebase").code, 0);
+  rows = wait_for([](const auto& r) { return r.size() >= 3 && r[2].state == "kept"; });
+  ASSERT_EQ(daemon("stop").code, 0);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_TRUE(rows[2].is_baseline);
+  EXPECT_EQ(rows[2].description, "baseline on " + head.substr(0, 7) + " (--rebase)");
+  const std::string tip = trim(git("rev-parse autoresearch/e2e").out);
+  EXPECT_EQ(tip, rows[2].commit);
+  EXPECT_EQ(trim(git("rev-parse " + tip + "^").out), head);  // one change, re-applied onto HEAD
+  EXPECT_EQ(git("show " + tip + ":trainer/train.cu").out, "val_bpb 0.9\n");
+  EXPECT_EQ(git("show " + tip + ":trainer/model/notes.cuh").out, "// the user's new kernel\n");
+  EXPECT_EQ(Store(db_path().string()).run_base("e2e"), head);
+
+  // A user commit that conflicts with the kept change: nothing moves.
+  write_file(repo / "trainer/train.cu", "val_bpb 0.8\n");
+  ASSERT_EQ(git("-c user.name=t -c user.email=t@t commit -qam 'the user lowers it too'").code, 0);
+  auto refused = daemon("start --rebase");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  const std::string head2 = trim(git("rev-parse HEAD").out);
+  EXPECT_THAT(refused.out, HasSubstr("autoresearchd: error: --rebase: kept change " + tip.substr(0, 7) +
+                                     " (improve) does not apply onto " + head2.substr(0, 7)));
+  EXPECT_THAT(refused.out, HasSubstr("conflicts in trainer/train.cu; nothing was moved"));
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), tip);
+  EXPECT_EQ(Store(db_path().string()).run_base("e2e"), head);
+}
+
 // An incremental build that keeps its output while it is newer than the source,
 // as make and Ninja do: a stage that leaves a future-dated "binary" would have the
 // next experiment run it instead of what was committed.
