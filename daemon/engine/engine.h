@@ -48,8 +48,10 @@
 //   any         (erased)    the daemon stops: interrupted (maybe_finish_stop); a fault of the machine
 //                           that follows one experiment every time: crash (rerun)
 //
-// Children are Boost.Process v2 processes (child_process.h) whose exits
-// arrive as events; timeouts are steady_timers; SIGTERM and SIGINT arrive
+// Builds and stages run through an Executor (executor.h): the engine hands it
+// a Run and gets one RunEnd back; the local executor's children are
+// Boost.Process v2 processes whose exits arrive as events; timers are
+// steady_timers; SIGTERM and SIGINT arrive
 // through a signal_set. Every state change is written to the store before
 // the next step, and a branch moves only after the store says why, so a
 // daemon killed anywhere restarts into a consistent state.
@@ -70,6 +72,8 @@
 #include "daemon/config.h"
 #include "daemon/decide/circuit_breaker.h"
 #include "daemon/decide/noise_rounds.h"
+#include "daemon/engine/executor.h"
+#include "daemon/engine/run.h"
 #include "daemon/engine/run_end.h"
 #include "daemon/exec/child_process.h"
 #include "daemon/exec/fault_pause.h"
@@ -128,8 +132,9 @@ class LoopCallSink : public llm::CallSink {
 class Engine {
  public:
   /// gpus: the workers' GPU ids (gpus.h); empty: one worker that sets no device.
+  /// executor: runs the builds and the local stages; null: a LocalExecutor on io.
   Engine(boost::asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
-         Log& log, std::vector<std::string> gpus);
+         Log& log, std::vector<std::string> gpus, std::unique_ptr<Executor> executor = nullptr);
   ~Engine();
 
   /// Runs the loop until SIGTERM/SIGINT or a fatal error (thrown as
@@ -160,7 +165,7 @@ class Engine {
     int worker = -1;     ///< the worker training it
     size_t stage = 0;    ///< the stage running now
     int64_t trial = 0;
-    std::shared_ptr<ChildProcess> child;
+    bool running = false;  ///< the executor runs its build or its stages (its end is still to come)
     bool asking = false;  ///< a proposal thread works on it
     // Decisions that hold (docs/daemon.md, "The keep rule"). A repeat run (a
     // noise round's or the incumbent's) has an id < 0 and runs `row`'s commit.
@@ -237,12 +242,15 @@ class Engine {
   void on_proposal(const std::shared_ptr<ProposalDone>& done);
   void start_builds();
   void start_build(Candidate& c, int slot);
-  void on_build_exit(int64_t id, const ProcessResult& r);
   void start_trainings();
-  void start_stage(Candidate& c);
-  void on_stage_exit(int64_t id, const ProcessResult& r);
-  /// The machine's fault behind a child's end (child_fault, probing the logs and the slot), unless it was stopped.
-  std::optional<EnvironmentFault> fault_behind(const ProcessResult& r, const std::filesystem::path& log, int slot);
+  /// Hands c's stages, on its worker's GPU, to the executor.
+  void start_stages(Candidate& c);
+  /// What every Run of c has: its row, commit, slot, logs dir, last stage, end settings.
+  Run run_of(const Candidate& c) const;
+  /// Starts run for c (the store records each step and child group as the executor reports them).
+  void start_run(Candidate& c, const Run& run);
+  /// The executor's end of c's run: a build that passed makes c kBuilt, anything else goes to end_run.
+  void on_run_end(int64_t id, bool build, const RunEnd& end);
   EndSettings end_settings() const;
   /// The one place a run's end is applied, whichever executor ran it
   /// (classify_end decided what it was): a fault of the machine runs it
@@ -374,6 +382,7 @@ class Engine {
   std::unique_ptr<StopFlag> data_stop_;
   bool data_running_ = false;
 
+  std::unique_ptr<Executor> executor_;  ///< builds, and the stages with executor = "local"
   std::unique_ptr<SlurmClient> slurm_client_;
   std::unique_ptr<SlurmExecutor> slurm_;  ///< null with executor = "local"
 };
