@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "daemon/decide/run_evidence.h"
@@ -80,8 +81,10 @@ script = "script.json"
                           repo);
   }
 
-  /// Runs the engine on GPUs "0" and "1" until it stops; end: the script of the runs' ends.
-  void run_engine(FakeExecutor::Script end) {
+  /// Runs the engine on GPUs "0" and "1" until it stops; end: the script of the runs' ends;
+  /// until: set, the daemon stops once it holds of the experiments' rows (looked at every 20 ms).
+  void run_engine(FakeExecutor::Script end,
+                  std::function<bool(const std::vector<ExperimentRow>&)> until = nullptr) {
     StateDir state(repo);
     state.create();
     Log log(state.log_file(), false);
@@ -99,6 +102,16 @@ script = "script.json"
         stop_soon();
       }
     });
+    boost::asio::steady_timer poll(io);
+    std::function<void()> look = [&] {
+      poll.expires_after(std::chrono::milliseconds(20));
+      poll.async_wait([&](const boost::system::error_code& e) {
+        if (e) return;
+        if (until(store.experiments("unit"))) stop_soon();
+        else look();
+      });
+    };
+    if (until) look();
     engine.run();
     runs = fake->runs();
     daemon_log = testing::read_file(state.log_file());
@@ -195,6 +208,89 @@ TEST_F(EngineUnit, AStopWhileARunIsInFlightEndsItInterrupted) {
   ASSERT_TRUE(row);
   EXPECT_EQ(row->state, status::kInterrupted);
   EXPECT_NE(row->error.find("stopped during stage train"), std::string::npos) << row->error;
+}
+
+const ExperimentRow* row_of(const std::vector<ExperimentRow>& rows, int64_t id) {
+  for (const auto& r : rows)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+const std::string kThreeEdits = R"([
+  {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]},
+  {"description": "edit b", "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot changed"}]},
+  {"description": "edit a again", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot fixed"}]}])";
+
+// A run that meets a fault of the machine is built and run again once the
+// fault clears; a fault that follows the same experiment a third time is
+// the experiment's own, and it fails as a crash.
+TEST_F(EngineUnit, AMachineFaultRunsItAgainUntilItFollowsTheExperimentAThirdTime) {
+  write_setup(kOneEdit);
+  int64_t faulted = 0;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        faulted = run.experiment;
+        RunEnd end;
+        end.kind = RunEnd::Kind::kMachineFault;
+        end.fault = EnvironmentFault(dir.path(), std::nullopt, "No space left on device");
+        end.detail = end.fault->message();
+        return end;
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        const ExperimentRow* r = faulted ? row_of(rows, faulted) : nullptr;
+        return r && r->state == status::kCrash;
+      });
+  ASSERT_GT(faulted, 0);
+  int builds = 0, stage_runs = 0;
+  for (const auto& run : runs)
+    if (run.experiment == faulted) ++(run.build ? builds : stage_runs);
+  EXPECT_EQ(stage_runs, 3);
+  EXPECT_EQ(builds, 3) << "built again before each run again";
+  const ExperimentRow* r = row_of(experiments, faulted);
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->error.find("each of the 3 times"), std::string::npos) << r->error;
+  int environment_errors = 0;
+  for (const auto& t : trials) environment_errors += t.status == status::kEnvironmentError ? 1 : 0;
+  EXPECT_EQ(environment_errors, 2);
+}
+
+// A build that fails owes a fix: the next proposal is asked to fix it, and
+// its row says which experiment it fixes.
+TEST_F(EngineUnit, AFailedBuildIsFollowedByAFixOfIt) {
+  write_setup(kThreeEdits);
+  int64_t baseline = 0, broken = 0;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (!baseline) baseline = run.experiment;
+        if (run.build && run.experiment != baseline && (!broken || broken == run.experiment)) {
+          broken = run.experiment;
+          RunEnd end;
+          end.kind = RunEnd::Kind::kBuildFailed;
+          end.detail = "build failed (exit code 1): train.cu:3: error: expected ';'";
+          end.failure_detail = "train.cu:3: error: expected ';'";
+          return end;
+        }
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        return measured_end(1.2);
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        for (const auto& r : rows)
+          if (r.fix_of && !r.commit.empty()) return true;
+        return false;
+      });
+  ASSERT_GT(broken, 0);
+  const ExperimentRow* failed = row_of(experiments, broken);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->state, status::kBuildFail);
+  EXPECT_NE(failed->error.find("expected ';'"), std::string::npos) << failed->error;
+  const ExperimentRow* fix = nullptr;
+  for (const auto& r : experiments)
+    if (r.fix_of) fix = &r;
+  ASSERT_TRUE(fix) << daemon_log;
+  EXPECT_EQ(*fix->fix_of, broken);
 }
 
 }  // namespace
