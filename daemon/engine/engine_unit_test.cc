@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "daemon/decide/run_evidence.h"
@@ -291,6 +292,67 @@ TEST_F(EngineUnit, AFailedBuildIsFollowedByAFixOfIt) {
     if (r.fix_of) fix = &r;
   ASSERT_TRUE(fix) << daemon_log;
   EXPECT_EQ(*fix->fix_of, broken);
+}
+
+/// The script of two candidates made against the same best, both far better
+/// than it: the first measured is kept, the second is then stale.
+std::optional<RunEnd> two_winners(const ard::Run& run, std::map<int64_t, int>& runs_of_row) {
+  if (run.build) return built_end();
+  const int k = runs_of_row[run.experiment]++;
+  const double wobble = k % 2 ? 0.010 : 0.0;  // σ near 0.007, as the best's runs
+  // Row 1 is the baseline's, the first of a fresh store: its runs, the rounds' included.
+  if (run.experiment == 1) return measured_end(1.000 + wobble);
+  if (run.purpose == purpose::kReapplied) return measured_end(0.800 + wobble);
+  return measured_end((run.experiment % 2 ? 0.900 : 0.850) + wobble);
+}
+
+// A candidate that beat the best it was made against, after another was
+// kept meanwhile, has its change re-applied onto the new best and measured
+// again there: a run of the cherry-picked commit, its row naming the commit
+// it came from.
+TEST_F(EngineUnit, AStaleWinnerIsReappliedOntoTheNewBestAndRunAgain) {
+  write_setup(kThreeEdits);
+  std::map<int64_t, int> runs_of_row;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.purpose == purpose::kReapplied) stop_soon();
+        return two_winners(run, runs_of_row);
+      });
+  const ard::Run* reapplied = nullptr;
+  for (const auto& run : runs)
+    if (run.purpose == purpose::kReapplied) reapplied = &run;
+  ASSERT_TRUE(reapplied) << daemon_log;
+  const ExperimentRow* row = row_of(experiments, reapplied->experiment);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->commit, reapplied->commit);
+  EXPECT_FALSE(row->reapplied_from.empty());
+  EXPECT_NE(row->reapplied_from, reapplied->commit);
+  bool ran_before = false;  // its first run, of the commit it was made as
+  for (const auto& run : runs)
+    ran_before = ran_before || (run.experiment == row->id && !run.build && run.commit == row->reapplied_from);
+  EXPECT_TRUE(ran_before);
+}
+
+// Two candidates that change the same line: once one is kept, the other's
+// change does not apply onto the new best, and it ends as a conflict
+// without being measured there.
+TEST_F(EngineUnit, AStaleWinnerWhoseChangeDoesNotApplyEndsAsAConflict) {
+  write_setup(R"([
+  {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot one"}]},
+  {"description": "edit a otherwise", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot two"}]}])");
+  std::map<int64_t, int> runs_of_row;
+  run_engine([&](const ard::Run& run, size_t) { return two_winners(run, runs_of_row); },
+             [&](const std::vector<ExperimentRow>& rows) {
+               for (const auto& r : rows)
+                 if (r.state == status::kConflict) return true;
+               return false;
+             });
+  const ExperimentRow* conflict = nullptr;
+  for (const auto& r : experiments)
+    if (r.state == status::kConflict) conflict = &r;
+  ASSERT_TRUE(conflict) << daemon_log;
+  EXPECT_NE(conflict->error.find("does not apply onto"), std::string::npos) << conflict->error;
+  for (const auto& run : runs) EXPECT_NE(run.purpose, purpose::kReapplied);
 }
 
 }  // namespace
