@@ -28,6 +28,7 @@
 #include "daemon/duration.h"
 #include "daemon/engine/judge.h"
 #include "daemon/engine/local_executor.h"
+#include "daemon/engine/slurm_run_executor.h"
 #include "daemon/exec/process_groups.h"
 #include "daemon/exec/sandbox.h"
 #include "daemon/fatal_error.h"
@@ -362,7 +363,7 @@ void Engine::stop(const std::string& reason) {
   store_check_timer_.cancel();
   std::vector<std::string> waits;
   for (auto& [id, c] : candidates_)
-    if (c.running)
+    if (c.running && (c.phase == Phase::kBuilding || !slurm_))  // Slurm jobs are waited for as one
       waits.push_back("#" + std::to_string(c.id > 0 ? c.id : c.row) + "'s " +
                       (c.phase == Phase::kBuilding ? std::string("build") : "stage " + config_.stages[c.stage].name));
   executor_->stop_all();
@@ -386,8 +387,7 @@ void Engine::stop(const std::string& reason) {
 
 void Engine::maybe_finish_stop() {
   if (!stopping_) return;
-  if (executor_->active()) return;  // on_run_end comes back here
-  if (slurm_ && slurm_->active()) return;  // on_job_end comes back here
+  if (executor_->active() || (slurm_ && slurm_->active())) return;  // on_run_end comes back here
   if (data_running_ || proposals_running_ > 0) return;
   stop_deadline_.cancel();
   if (store_lost_) {  // nothing can be recorded: the next start's reconcile has nothing of this session
@@ -738,6 +738,17 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
 
 // ---------------------------------------------------------------- builds
 
+void Engine::open_slurm() {
+  slurm_client_ = std::make_unique<SlurmClient>(io_, slurm_env(env_), state_.root / "slurm");
+  slurm_ = std::make_unique<SlurmRunExecutor>(io_, config_, *slurm_client_, log_, state_.root / "slurm");
+}
+
+void Engine::built_in_job(Candidate& c) {
+  c.phase = Phase::kBuilt;
+  store_.set_state(c.id, ExperimentState::kBuilt);
+  schedule_pump();
+}
+
 void Engine::start_builds() {
   std::vector<int64_t> ready;
   for (const auto& [id, c] : candidates_)
@@ -782,7 +793,7 @@ void Engine::start_build(Candidate& c, int slot) {
   run.env = env_;
   run.build = RunStep{"build", config_.build_command, sandbox_wrapper(slot, true, config_.build_command),
                       config_.build_timeout_s, config_.build_timeout_s, log_path(c, "build")};
-  start_run(c, run);
+  start_run(c, run, *executor_);
   // After start: a store write that failed in its first step leaves c committed in its slot (recover).
   c.phase = Phase::kBuilding;
   ++builds_running_;
@@ -811,8 +822,7 @@ void Engine::start_trainings() {
                                                            : purpose::kCandidate;
     next->trial = store_.begin_trial(next->id > 0 ? next->id : next->row, config_.tag, workers_[w].gpu, run_purpose,
                                      next->commit, rounds_->scale(workers_[w].gpu), rounds_->calibration());
-    if (slurm_) start_job(*next);
-    else start_stages(*next);
+    start_stages(*next);
     if (stopping_) return;
   }
 }
@@ -824,13 +834,25 @@ void Engine::start_stages(Candidate& c) {
   run.gpu = gpu;
   run.purpose = !c.purpose.empty() ? c.purpose : c.reapplies ? purpose::kReapplied : purpose::kCandidate;
   run.env = child_env(gpu);
+  if (slurm_) {  // one job, one log; the scheduler's node confines it, not the sandbox
+    run.env.clear();  // the job's environment is the Slurm client's (slurm_env)
+    run.name = "ard-" + config_.tag + "-" + std::to_string(c.id) + "-t" + std::to_string(c.trial);
+    run.title = "experiment " + std::to_string(c.id) + ", trial " + std::to_string(c.trial) + ", commit " + c.commit;
+    const auto log = log_path(c, "job");
+    if (config_.slurm.build == SlurmBuild::kJob)  // built on the node, first; its time is not the stages'
+      run.stages.push_back(RunStep{"build", config_.build_command, {}, config_.build_timeout_s, 0, log});
+    for (const auto& s : config_.stages)
+      run.stages.push_back(RunStep{s.name, substitute(s.command, data_dir_, config_.budget_s, run.worktree.string()), {},
+                                   s.timeout_s, s.expected_s, log});
+    return start_run(c, run, *slurm_);
+  }
   for (const auto& s : config_.stages) {
     const std::string command =
         substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(), rounds_->scale(gpu));
     run.stages.push_back(
         RunStep{s.name, command, sandbox_wrapper(c.slot, false, command), s.timeout_s, s.expected_s, log_path(c, s.name)});
   }
-  start_run(c, run);
+  start_run(c, run, *executor_);
 }
 
 Run Engine::run_of(const Candidate& c) const {
@@ -845,7 +867,7 @@ Run Engine::run_of(const Candidate& c) const {
   return run;
 }
 
-void Engine::start_run(Candidate& c, const Run& run) {
+void Engine::start_run(Candidate& c, const Run& run, Executor& executor) {
   const int64_t id = c.id;
   const bool build = run.build.has_value();
   // A callback that throws (a store write met a fault) leaves the candidate without a run, for recover.
@@ -882,8 +904,16 @@ void Engine::start_run(Candidate& c, const Run& run) {
     }
   };
   callbacks.ended = [this, id, build](const RunEnd& end) { on_run_end(id, build, end); };
+  const std::filesystem::path job_log = run.stages.empty() ? std::filesystem::path() : run.stages.front().log;
+  callbacks.job = [this, id, job_log](const std::string& job, const std::string& node) {
+    Candidate* c = find(id);
+    if (!c || !c->trial) return;
+    if (node.empty()) store_.set_trial_job(c->trial, job, job_log.string());
+    else store_.set_trial_node(c->trial, node);
+  };
+  callbacks.fatal = [this](const std::string& why) { fatal(why); };
   c.running = true;
-  executor_->start(run, std::move(callbacks));
+  executor.start(run, std::move(callbacks));
 }
 
 void Engine::on_run_end(int64_t id, bool build, const RunEnd& end) {

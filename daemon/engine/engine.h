@@ -87,8 +87,6 @@
 namespace ard {
 
 class SlurmClient;
-class SlurmExecutor;
-struct JobEnd;
 
 /// Whether the engine calibrates its boards (noise_rounds.h): `noise.calibrate`,
 /// a stage that passes {budget_scale} on, and the local executor. A Slurm
@@ -243,12 +241,13 @@ class Engine {
   void start_builds();
   void start_build(Candidate& c, int slot);
   void start_trainings();
-  /// Hands c's stages, on its worker's GPU, to the executor.
+  /// Hands c's stages, on its worker's GPU, to the executor (with executor = "slurm": as one
+  /// job, with slurm.build = "job" the build first).
   void start_stages(Candidate& c);
   /// What every Run of c has: its row, commit, slot, logs dir, last stage, end settings.
   Run run_of(const Candidate& c) const;
-  /// Starts run for c (the store records each step and child group as the executor reports them).
-  void start_run(Candidate& c, const Run& run);
+  /// Starts run for c on executor (the store records each step, child group and job as the executor reports them).
+  void start_run(Candidate& c, const Run& run, Executor& executor);
   /// The executor's end of c's run: a build that passed makes c kBuilt, anything else goes to end_run.
   void on_run_end(int64_t id, bool build, const RunEnd& end);
   EndSettings end_settings() const;
@@ -266,13 +265,10 @@ class Engine {
   /// and measured again (a conflict ends it). value: its mean on the older best.
   void reapply(Candidate& c, double value);
 
-  // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
+  // executor = "slurm" (slurm_run_executor.h): the stages as one Slurm job.
   void open_slurm();
-  void start_job(Candidate& c);
   /// slurm.build = "job": the candidate is checked out and goes to training; its job builds it first.
   void built_in_job(Candidate& c);
-  void on_job_id(int64_t id, const std::string& job, const std::string& node);
-  void on_job_end(int64_t id, const JobEnd& end);
 
   // Endings.
   void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
@@ -384,7 +380,7 @@ class Engine {
 
   std::unique_ptr<Executor> executor_;  ///< builds, and the stages with executor = "local"
   std::unique_ptr<SlurmClient> slurm_client_;
-  std::unique_ptr<SlurmExecutor> slurm_;  ///< null with executor = "local"
+  std::unique_ptr<Executor> slurm_;  ///< the stages as Slurm jobs; null with executor = "local"
 };
 
 }  // namespace ard

@@ -3,7 +3,8 @@
 // executor reports what the engine must record before it goes on (a child's
 // process group, a step's start) and asks the engine whether the slot is
 // still the experiment's commit. The local executor runs the steps as child
-// processes (local_executor.h); tests script the ends (fake_executor.h).
+// processes (local_executor.h), the Slurm one as one job (slurm_run_executor.h);
+// tests script the ends (fake_executor.h).
 #pragma once
 
 #include <sys/types.h>
@@ -33,6 +34,12 @@ struct RunCallbacks {
   /// the run. A build that passed ends kOk without a summary; a run of stages
   /// ends as classify_end says (run_end.h).
   std::function<void(const RunEnd& end)> ended;
+  /// A job's id as soon as its scheduler took it (node ""), then its node once
+  /// known. Called by executors that submit jobs (Slurm) only.
+  std::function<void(const std::string& job_id, const std::string& node)> job;
+  /// The executor cannot go on (sbatch refused a job): called right after
+  /// that run's end; the daemon stops.
+  std::function<void(const std::string& why)> fatal;
 };
 
 class Executor {

@@ -4,7 +4,8 @@
 //
 // A run is either a candidate's build (in the slot it was checked out in,
 // ahead of a free GPU) or its stages (on a GPU, after the build passed):
-// the engine's build-ahead pipeline starts the two as separate runs. The
+// the engine's build-ahead pipeline starts the two as separate runs. (A
+// Slurm job that builds on its node has the build as its first stage.) The
 // commands are final: placeholders substituted, the sandbox's wrapper
 // computed for the slot.
 #pragma once
@@ -44,9 +45,13 @@ struct Run {
   std::optional<RunStep> build;
   /// The stages in order (empty for a build run); the run's end is the last one's.
   std::vector<RunStep> stages;
-  std::vector<std::string> env;  ///< NAME=value: each step's whole environment
+  std::vector<std::string> env;  ///< NAME=value: each step's whole environment (a Slurm job's is its client's: empty)
   /// Where the daemon's logs are: with the worktree, what the fault probe (child_fault) writes to.
   std::filesystem::path logs_dir;
+  /// The run's name where an executor gives it one (a Slurm job's, unique per trial):
+  /// "ard-<tag>-<id>-t<trial>", the id negative for a repeat run of the best.
+  std::string name;
+  std::string title;       ///< one line for a job script's comment: the experiment, trial and commit
   std::string last_stage;  ///< the config's last stage's name: the summary's source in an end's detail
   EndSettings end_settings;  ///< what classify_end reads from the config
 };
