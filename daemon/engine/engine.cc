@@ -35,7 +35,6 @@
 #include "daemon/program_file.h"
 #include "daemon/secret_scan.h"
 #include "daemon/slurm/slurm_client.h"
-#include "daemon/slurm/slurm_executor.h"
 #include "daemon/slurm/slurm_recovery.h"
 #include "daemon/store/evaluated_reconcile.h"
 #include "daemon/util/clock.h"

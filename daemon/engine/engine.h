@@ -32,7 +32,7 @@
 //   kCommitted  kBuilding   a slot is free and fewer than max_builds run (start_build; a stale
 //                           candidate is first moved onto the best)
 //   kCommitted  kBuilt      slurm.build = "job": the job builds it (built_in_job)
-//   kBuilding   kBuilt      the build succeeded (on_build_exit)
+//   kBuilding   kBuilt      the build succeeded (on_run_end)
 //   kBuilding   kCommitted  a fault of the machine: built again once it clears (rerun)
 //   kBuilding   (erased)    build_fail (a fix is owed), tampered
 //   kBuilt      kTraining   a worker is free and may train it (start_trainings, may_train)
@@ -75,7 +75,6 @@
 #include "daemon/engine/executor.h"
 #include "daemon/engine/run.h"
 #include "daemon/engine/run_end.h"
-#include "daemon/exec/child_process.h"
 #include "daemon/exec/fault_pause.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
