@@ -48,8 +48,11 @@ void SlurmRunExecutor::start(const Run& run, RunCallbacks callbacks) {
     f.callbacks.step_started(0, RunStep{"job", "", {}, job.timeout_s, expected, job.log});
     std::error_code ec;
     std::filesystem::remove(job.log, ec);
+    starting_ = true;
     jobs_.submit(job);
+    starting_ = false;
   } catch (...) {
+    starting_ = false;
     runs_.erase(key);  // a callback threw before the job was submitted: no end will come
     throw;
   }
@@ -61,6 +64,10 @@ void SlurmRunExecutor::on_job(uint64_t key, const std::string& job_id, const std
 }
 
 void SlurmRunExecutor::on_end(uint64_t key, const JobEnd& end) {
+  if (starting_) {  // start() never calls back into its caller's ended
+    boost::asio::post(io_, [this, key, end] { on_end(key, end); });
+    return;
+  }
   auto it = runs_.find(key);
   if (it == runs_.end()) return;
   InFlight& f = it->second;

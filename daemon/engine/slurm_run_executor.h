@@ -49,6 +49,7 @@ class SlurmRunExecutor : public Executor {
   SlurmExecutor jobs_;
   std::map<uint64_t, InFlight> runs_;
   uint64_t next_key_ = 0;
+  bool starting_ = false;  ///< inside start(): an end that comes now (a script that cannot be written) is posted
 };
 
 }  // namespace ard
