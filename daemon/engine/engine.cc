@@ -27,13 +27,14 @@
 #include "daemon/engine/run_end.h"
 #include "daemon/duration.h"
 #include "daemon/engine/judge.h"
+#include "daemon/engine/local_executor.h"
+#include "daemon/engine/slurm_run_executor.h"
 #include "daemon/exec/process_groups.h"
 #include "daemon/exec/sandbox.h"
 #include "daemon/fatal_error.h"
 #include "daemon/program_file.h"
 #include "daemon/secret_scan.h"
 #include "daemon/slurm/slurm_client.h"
-#include "daemon/slurm/slurm_executor.h"
 #include "daemon/slurm/slurm_recovery.h"
 #include "daemon/store/evaluated_reconcile.h"
 #include "daemon/util/clock.h"
@@ -118,7 +119,7 @@ struct Engine::ProposalDone {
 };
 
 Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
-               Log& log, std::vector<std::string> gpus)
+               Log& log, std::vector<std::string> gpus, std::unique_ptr<Executor> executor)
     : io_(io),
       config_(config),
       state_(state),
@@ -137,7 +138,8 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
       breaker_(BreakerConfig{}, now_seconds),
       fault_pause_(config.retry_wait_s),
       cancel_(std::make_shared<std::atomic<bool>>(false)),
-      threads_inside_(std::make_shared<std::atomic<int>>(0)) {
+      threads_inside_(std::make_shared<std::atomic<int>>(0)),
+      executor_(executor ? std::move(executor) : std::make_unique<LocalExecutor>(io)) {
   if (gpus.empty()) gpus.push_back("");
   for (auto& g : gpus) workers_.push_back({std::move(g), 0});
   mailbox_->io = &io_;
@@ -408,11 +410,10 @@ void Engine::stop(const std::string& reason) {
   store_check_timer_.cancel();
   std::vector<std::string> waits;
   for (auto& [id, c] : candidates_)
-    if (c.child) {
-      c.child->stop();
+    if (c.running && (c.phase == Phase::kBuilding || !slurm_))  // Slurm jobs are waited for as one
       waits.push_back("#" + std::to_string(c.id > 0 ? c.id : c.row) + "'s " +
                       (c.phase == Phase::kBuilding ? std::string("build") : "stage " + config_.stages[c.stage].name));
-    }
+  executor_->stop_all();
   if (slurm_) slurm_->stop_all();
   if (slurm_ && slurm_->active()) waits.push_back("the Slurm jobs' cancellation");
   if (data_running_) waits.push_back("the data step");
@@ -433,9 +434,7 @@ void Engine::stop(const std::string& reason) {
 
 void Engine::maybe_finish_stop() {
   if (!stopping_) return;
-  for (const auto& [id, c] : candidates_)
-    if (c.child) return;  // its exit handler comes back here
-  if (slurm_ && slurm_->active()) return;  // on_job_end comes back here
+  if (executor_->active() || (slurm_ && slurm_->active())) return;  // on_run_end comes back here
   if (data_running_ || proposals_running_ > 0) return;
   stop_deadline_.cancel();
   if (store_lost_) {  // nothing can be recorded: the next start's reconcile has nothing of this session
@@ -533,14 +532,12 @@ void Engine::rerun(Candidate& c, const EnvironmentFault& fault) {
   // A fault that follows the same experiment every time is the experiment's own (a stage that
   // fills the disk): after kMaxFaultReruns runs again it fails, and the slot's reset frees the space.
   if (++c.fault_reruns > kMaxFaultReruns) {
-    c.child.reset();
     environment_fault(fault);
     return fail(c, status::kCrash,
                 where + " met a fault of the machine each of the " + std::to_string(c.fault_reruns) +
                     " times it ran, so it is the experiment's (did it fill the disk?): " + fault.what(),
                 "");
   }
-  c.child.reset();
   c.phase = Phase::kCommitted;
   c.stage = 0;
   release(c);
@@ -558,7 +555,7 @@ void Engine::recover(const EnvironmentFault& fault) {
   for (const auto& [id, c] : candidates_) ids.push_back(id);
   for (int64_t id : ids) {
     Candidate& c = candidates_[id];
-    if (c.child || c.asking) continue;  // its handler comes back
+    if (c.running || c.asking) continue;  // its handler comes back
     if (c.phase == Phase::kProposing) {
       idle_rows_.push_back(id);  // asked again once the fault clears
       erase(id);
@@ -789,6 +786,17 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
 
 // ---------------------------------------------------------------- builds
 
+void Engine::open_slurm() {
+  slurm_client_ = std::make_unique<SlurmClient>(io_, slurm_env(env_), state_.root / "slurm");
+  slurm_ = std::make_unique<SlurmRunExecutor>(io_, config_, *slurm_client_, log_, state_.root / "slurm");
+}
+
+void Engine::built_in_job(Candidate& c) {
+  c.phase = Phase::kBuilt;
+  store_.set_state(c.id, ExperimentState::kBuilt);
+  schedule_pump();
+}
+
 void Engine::start_builds() {
   std::vector<int64_t> ready;
   for (const auto& [id, c] : candidates_)
@@ -828,41 +836,15 @@ void Engine::start_build(Candidate& c, int slot) {
     return fatal("cannot check out a candidate: " + e);
   }
   if (slurm_ && config_.slurm.build == SlurmBuild::kJob) return built_in_job(c);
-  double now = now_seconds();
-  store_.set_stage(c.id, ExperimentState::kBuilding, "build", now, now + config_.build_timeout_s, now + config_.build_timeout_s);
+  Run run = run_of(c);
+  run.purpose = "build";
+  run.env = env_;
+  run.build = RunStep{"build", config_.build_command, sandbox_wrapper(slot, true, config_.build_command),
+                      config_.build_timeout_s, config_.build_timeout_s, log_path(c, "build")};
+  start_run(c, run, *executor_);
+  // After start: a store write that failed in its first step leaves c committed in its slot (recover).
   c.phase = Phase::kBuilding;
   ++builds_running_;
-  ChildSpec spec;
-  spec.command = config_.build_command;
-  spec.wrapper = sandbox_wrapper(slot, true, spec.command);
-  spec.cwd = slots_[slot].path;
-  spec.env = env_;
-  spec.log = log_path(c, "build");
-  spec.timeout_s = config_.build_timeout_s;
-  const int64_t id = c.id;
-  c.child = ChildProcess::start(
-      io_, spec, [this, id](pid_t pgid) { record_group(id, pgid); },
-      [this, id](const ProcessResult& r) { on_build_exit(id, r); });
-}
-
-void Engine::on_build_exit(int64_t id, const ProcessResult& r) {
-  --builds_running_;
-  Candidate* c = find(id);
-  if (!c) return;
-  c->child.reset();
-  store_.set_pgid(id, std::nullopt);
-  if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
-  const auto log = log_path(*c, "build");
-  RunOutcome o = process_outcome(r, "build", config_.stages.back().name, fault_behind(r, log, c->slot));
-  if (o.exit == RunOutcome::Exit::kSucceeded) o.tampered = tamper_check(*c);
-  const RunEnd end = classify_end(o, log, end_settings());
-  if (end.kind != RunEnd::Kind::kOk) return end_run(*c, end);
-  // Listed as the stages will see it: a build that made no build directory gets its empty one
-  // now, not from the stage's sandbox, which would count as a change.
-  c->build_listing = stat_listing(build_output(c->slot));
-  c->phase = Phase::kBuilt;
-  store_.set_state(id, ExperimentState::kBuilt);
-  schedule_pump();
 }
 
 // ---------------------------------------------------------------- training
@@ -888,53 +870,114 @@ void Engine::start_trainings() {
                                                            : purpose::kCandidate;
     next->trial = store_.begin_trial(next->id > 0 ? next->id : next->row, config_.tag, workers_[w].gpu, run_purpose,
                                      next->commit, rounds_->scale(workers_[w].gpu), rounds_->calibration());
-    if (slurm_) start_job(*next);
-    else start_stage(*next);
+    start_stages(*next);
     if (stopping_) return;
   }
 }
 
-void Engine::start_stage(Candidate& c) {
-  const StageConfig& s = config_.stages[c.stage];
-  if (std::string t = tamper_check(c); !t.empty())
-    return fail(c, status::kTampered, "before stage " + s.name + ": " + t, "");
-  double now = now_seconds();
-  store_.set_stage(c.id, ExperimentState::kRunning, s.name, now, now + s.timeout_s, now + s.expected_s);
-  ChildSpec spec;
-  spec.command = substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(),
-                            rounds_->scale(workers_[c.worker].gpu));
-  spec.wrapper = sandbox_wrapper(c.slot, false, spec.command);
-  spec.cwd = slots_[c.slot].path;
-  spec.env = child_env(workers_[c.worker].gpu);
-  spec.log = log_path(c, s.name);
-  spec.timeout_s = s.timeout_s;
-  const int64_t id = c.id;
-  c.child = ChildProcess::start(
-      io_, spec, [this, id](pid_t pgid) { record_group(id, pgid); },
-      [this, id](const ProcessResult& r) { on_stage_exit(id, r); });
+void Engine::start_stages(Candidate& c) {
+  const std::string& gpu = workers_[c.worker].gpu;
+  Run run = run_of(c);
+  run.trial = c.trial;
+  run.gpu = gpu;
+  run.purpose = !c.purpose.empty() ? c.purpose : c.reapplies ? purpose::kReapplied : purpose::kCandidate;
+  run.env = child_env(gpu);
+  if (slurm_) {  // one job, one log; the scheduler's node confines it, not the sandbox
+    run.env.clear();  // the job's environment is the Slurm client's (slurm_env)
+    run.name = "ard-" + config_.tag + "-" + std::to_string(c.id) + "-t" + std::to_string(c.trial);
+    run.title = "experiment " + std::to_string(c.id) + ", trial " + std::to_string(c.trial) + ", commit " + c.commit;
+    const auto log = log_path(c, "job");
+    if (config_.slurm.build == SlurmBuild::kJob)  // built on the node, first; its time is not the stages'
+      run.stages.push_back(RunStep{"build", config_.build_command, {}, config_.build_timeout_s, 0, log});
+    for (const auto& s : config_.stages)
+      run.stages.push_back(RunStep{s.name, substitute(s.command, data_dir_, config_.budget_s, run.worktree.string()), {},
+                                   s.timeout_s, s.expected_s, log});
+    return start_run(c, run, *slurm_);
+  }
+  for (const auto& s : config_.stages) {
+    const std::string command =
+        substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(), rounds_->scale(gpu));
+    run.stages.push_back(
+        RunStep{s.name, command, sandbox_wrapper(c.slot, false, command), s.timeout_s, s.expected_s, log_path(c, s.name)});
+  }
+  start_run(c, run, *executor_);
 }
 
-void Engine::on_stage_exit(int64_t id, const ProcessResult& r) {
+Run Engine::run_of(const Candidate& c) const {
+  Run run;
+  run.experiment = c.id > 0 ? c.id : c.row;
+  run.commit = c.commit;
+  run.slot = c.slot;
+  run.worktree = slots_[c.slot].path;
+  run.logs_dir = state_.logs();
+  run.last_stage = config_.stages.back().name;
+  run.end_settings = end_settings();
+  return run;
+}
+
+void Engine::start_run(Candidate& c, const Run& run, Executor& executor) {
+  const int64_t id = c.id;
+  const bool build = run.build.has_value();
+  // A callback that throws (a store write met a fault) leaves the candidate without a run, for recover.
+  auto not_running = [this, id] {
+    if (Candidate* c = find(id)) c->running = false;
+  };
+  RunCallbacks callbacks;
+  callbacks.group = [this, id](pid_t pgid) { record_group(id, pgid); };
+  callbacks.step_started = [this, id, build, not_running](size_t index, const RunStep& step) {
+    Candidate* c = find(id);
+    if (!c) return;
+    try {
+      if (index > 0) {  // the previous stage's group is gone
+        store_.set_pgid(id, std::nullopt);
+        if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
+      }
+      c->stage = index;
+      const double now = now_seconds();
+      store_.set_stage(id, build ? ExperimentState::kBuilding : ExperimentState::kRunning, step.name, now,
+                       now + step.timeout_s, now + step.expected_s);
+    } catch (...) {
+      not_running();
+      throw;
+    }
+  };
+  callbacks.check_slot = [this, id, not_running]() -> std::string {
+    Candidate* c = find(id);
+    if (!c) return "";
+    try {
+      return tamper_check(*c);
+    } catch (...) {
+      not_running();
+      throw;
+    }
+  };
+  callbacks.ended = [this, id, build](const RunEnd& end) { on_run_end(id, build, end); };
+  const std::filesystem::path job_log = run.stages.empty() ? std::filesystem::path() : run.stages.front().log;
+  callbacks.job = [this, id, job_log](const std::string& job, const std::string& node) {
+    Candidate* c = find(id);
+    if (!c || !c->trial) return;
+    if (node.empty()) store_.set_trial_job(c->trial, job, job_log.string());
+    else store_.set_trial_node(c->trial, node);
+  };
+  callbacks.fatal = [this](const std::string& why) { fatal(why); };
+  c.running = true;
+  executor.start(run, std::move(callbacks));
+}
+
+void Engine::on_run_end(int64_t id, bool build, const RunEnd& end) {
+  if (build) --builds_running_;
   Candidate* c = find(id);
   if (!c) return;
-  c->child.reset();
+  c->running = false;
   store_.set_pgid(id, std::nullopt);
   if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
-  const StageConfig& s = config_.stages[c->stage];
-  const auto log = log_path(*c, s.name);
-  RunOutcome o = process_outcome(r, s.name, config_.stages.back().name, fault_behind(r, log, c->slot));
-  if (o.exit == RunOutcome::Exit::kSucceeded && ++c->stage < config_.stages.size()) {
-    if (stopping_) return fail(*c, status::kInterrupted, "stopped after stage " + s.name, file_tail(log));
-    return start_stage(*c);
-  }
-  if (o.exit == RunOutcome::Exit::kSucceeded) o.tampered = tamper_check(*c);
-  end_run(*c, classify_end(o, log, end_settings()));
-}
-
-std::optional<EnvironmentFault> Engine::fault_behind(const ProcessResult& r, const std::filesystem::path& log,
-                                                         int slot) {
-  if (r.end == ProcessResult::End::kStopped) return std::nullopt;  // a stop is a stop, whatever the disk
-  return child_fault(r, log, {state_.logs(), slots_[slot].path});
+  if (!build || end.kind != RunEnd::Kind::kOk) return end_run(*c, end);
+  // Listed as the stages will see it: a build that made no build directory gets its empty one
+  // now, not from the stage's sandbox, which would count as a change.
+  c->build_listing = stat_listing(build_output(c->slot));
+  c->phase = Phase::kBuilt;
+  store_.set_state(id, ExperimentState::kBuilt);
+  schedule_pump();
 }
 
 EndSettings Engine::end_settings() const { return EndSettings{config_.metric, config_.summary_keys}; }

@@ -32,7 +32,7 @@
 //   kCommitted  kBuilding   a slot is free and fewer than max_builds run (start_build; a stale
 //                           candidate is first moved onto the best)
 //   kCommitted  kBuilt      slurm.build = "job": the job builds it (built_in_job)
-//   kBuilding   kBuilt      the build succeeded (on_build_exit)
+//   kBuilding   kBuilt      the build succeeded (on_run_end)
 //   kBuilding   kCommitted  a fault of the machine: built again once it clears (rerun)
 //   kBuilding   (erased)    build_fail (a fix is owed), tampered
 //   kBuilt      kTraining   a worker is free and may train it (start_trainings, may_train)
@@ -48,8 +48,10 @@
 //   any         (erased)    the daemon stops: interrupted (maybe_finish_stop); a fault of the machine
 //                           that follows one experiment every time: crash (rerun)
 //
-// Children are Boost.Process v2 processes (child_process.h) whose exits
-// arrive as events; timeouts are steady_timers; SIGTERM and SIGINT arrive
+// Builds and stages run through an Executor (executor.h): the engine hands it
+// a Run and gets one RunEnd back; the local executor's children are
+// Boost.Process v2 processes whose exits arrive as events; timers are
+// steady_timers; SIGTERM and SIGINT arrive
 // through a signal_set. Every state change is written to the store before
 // the next step, and a branch moves only after the store says why, so a
 // daemon killed anywhere restarts into a consistent state.
@@ -70,8 +72,9 @@
 #include "daemon/config.h"
 #include "daemon/decide/circuit_breaker.h"
 #include "daemon/decide/noise_rounds.h"
+#include "daemon/engine/executor.h"
+#include "daemon/engine/run.h"
 #include "daemon/engine/run_end.h"
-#include "daemon/exec/child_process.h"
 #include "daemon/exec/fault_pause.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
@@ -83,8 +86,6 @@
 namespace ard {
 
 class SlurmClient;
-class SlurmExecutor;
-struct JobEnd;
 
 /// Whether the engine calibrates its boards (noise_rounds.h): `noise.calibrate`,
 /// a stage that passes {budget_scale} on, and the local executor. A Slurm
@@ -128,8 +129,9 @@ class LoopCallSink : public llm::CallSink {
 class Engine {
  public:
   /// gpus: the workers' GPU ids (gpus.h); empty: one worker that sets no device.
+  /// executor: runs the builds and the local stages; null: a LocalExecutor on io.
   Engine(boost::asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
-         Log& log, std::vector<std::string> gpus);
+         Log& log, std::vector<std::string> gpus, std::unique_ptr<Executor> executor = nullptr);
   ~Engine();
 
   /// Runs the loop until SIGTERM/SIGINT or a fatal error (thrown as
@@ -168,7 +170,7 @@ class Engine {
     int worker = -1;     ///< the worker training it
     size_t stage = 0;    ///< the stage running now
     int64_t trial = 0;
-    std::shared_ptr<ChildProcess> child;
+    bool running = false;  ///< the executor runs its build or its stages (its end is still to come)
     bool asking = false;  ///< a proposal thread works on it
     // Decisions that hold (docs/daemon.md, "The keep rule"). A repeat run (a
     // noise round's or the incumbent's) has an id < 0 and runs `row`'s commit.
@@ -250,12 +252,16 @@ class Engine {
   void on_proposal(const std::shared_ptr<ProposalDone>& done);
   void start_builds();
   void start_build(Candidate& c, int slot);
-  void on_build_exit(int64_t id, const ProcessResult& r);
   void start_trainings();
-  void start_stage(Candidate& c);
-  void on_stage_exit(int64_t id, const ProcessResult& r);
-  /// The machine's fault behind a child's end (child_fault, probing the logs and the slot), unless it was stopped.
-  std::optional<EnvironmentFault> fault_behind(const ProcessResult& r, const std::filesystem::path& log, int slot);
+  /// Hands c's stages, on its worker's GPU, to the executor (with executor = "slurm": as one
+  /// job, with slurm.build = "job" the build first).
+  void start_stages(Candidate& c);
+  /// What every Run of c has: its row, commit, slot, logs dir, last stage, end settings.
+  Run run_of(const Candidate& c) const;
+  /// Starts run for c on executor (the store records each step, child group and job as the executor reports them).
+  void start_run(Candidate& c, const Run& run, Executor& executor);
+  /// The executor's end of c's run: a build that passed makes c kBuilt, anything else goes to end_run.
+  void on_run_end(int64_t id, bool build, const RunEnd& end);
   EndSettings end_settings() const;
   /// The one place a run's end is applied, whichever executor ran it
   /// (classify_end decided what it was): a fault of the machine runs it
@@ -271,13 +277,10 @@ class Engine {
   /// and measured again (a conflict ends it). value: its mean on the older best.
   void reapply(Candidate& c, double value);
 
-  // executor = "slurm" (engine_slurm.cc): the stages as one Slurm job.
+  // executor = "slurm" (slurm_run_executor.h): the stages as one Slurm job.
   void open_slurm();
-  void start_job(Candidate& c);
   /// slurm.build = "job": the candidate is checked out and goes to training; its job builds it first.
   void built_in_job(Candidate& c);
-  void on_job_id(int64_t id, const std::string& job, const std::string& node);
-  void on_job_end(int64_t id, const JobEnd& end);
 
   // Endings.
   void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
@@ -389,8 +392,9 @@ class Engine {
   std::unique_ptr<StopFlag> data_stop_;
   bool data_running_ = false;
 
+  std::unique_ptr<Executor> executor_;  ///< builds, and the stages with executor = "local"
   std::unique_ptr<SlurmClient> slurm_client_;
-  std::unique_ptr<SlurmExecutor> slurm_;  ///< null with executor = "local"
+  std::unique_ptr<Executor> slurm_;  ///< the stages as Slurm jobs; null with executor = "local"
 };
 
 }  // namespace ard

@@ -1,0 +1,359 @@
+// The engine's decisions run against a FakeExecutor (fake_executor.h): a real
+// git repo, store and scripted proposer, but no child processes; every run's
+// end is scripted from the Run, so the pipeline's order (noise rounds,
+// confirmations, stops) can be checked run by run. Confirmations and noise
+// rounds are on, as by default.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "daemon/decide/run_evidence.h"
+#include "daemon/engine/engine.h"
+#include "daemon/engine/fake_executor.h"
+#include "proposers/scripted_proposer.h"
+#include "testing/test_util.h"
+
+namespace ard {
+namespace {
+
+using testing::write_file;
+
+const std::string kBase = "val_bpb 1.0\n#\n# a-slot\n#\n#\n# b-slot\n#\n";
+
+/// A passed run: the metric `value`, with the steps the noise rounds count.
+RunEnd measured_end(double value) {
+  RunEnd end;
+  end.kind = RunEnd::Kind::kOk;
+  Summary summary;
+  summary.values = {{"val_bpb", value}, {"training_seconds", 1}, {"num_steps", 100}};
+  end.summary = summary;
+  end.value = value;
+  return end;
+}
+
+RunEnd built_end() {
+  RunEnd end;
+  end.kind = RunEnd::Kind::kOk;
+  return end;
+}
+
+bool is_best_run(const ard::Run& run) {
+  return run.purpose == purpose::kBaseline || run.purpose == purpose::kNoise || run.purpose == purpose::kIncumbent;
+}
+
+class EngineUnit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo = dir.path() / "research";
+    write_file(repo / "trainer/train.cu", kBase);
+    write_file(repo / "program.md", "# program\nLower val_bpb.\n");
+    write_file(repo / ".gitignore", "build/\n");
+    ASSERT_EQ(testing::commit_base_repo(repo), 0);
+  }
+
+  /// script: the proposer's JSON entries.
+  void write_setup(const std::string& script) {
+    write_file(repo / "script.json", script);
+    config = parse_config(R"(tag = "unit"
+lookahead = 1
+retry_wait_s = 0.2
+[build]
+command = "true"
+[[stage]]
+name = "train"
+command = "train --budget {budget}"
+[data]
+enabled = false
+[preflight]
+gpu = "off"
+[sandbox]
+mode = "off"
+[proposer]
+kind = "scripted"
+script = "script.json"
+)",
+                          repo);
+  }
+
+  /// Runs the engine on GPUs "0" and "1" until it stops; end: the script of the runs' ends;
+  /// until: set, the daemon stops once it holds of the experiments' rows (looked at every 20 ms).
+  void run_engine(FakeExecutor::Script end,
+                  std::function<bool(const std::vector<ExperimentRow>&)> until = nullptr) {
+    StateDir state(repo);
+    state.create();
+    Log log(state.log_file(), false);
+    Store store(state.db().string());
+    ScriptedProposer proposer(repo / "script.json");
+    boost::asio::io_context io;
+    auto executor = std::make_unique<FakeExecutor>(io, std::move(end));
+    FakeExecutor* fake = executor.get();
+    Engine engine(io, config, state, store, proposer, log, {"0", "1"}, std::move(executor));
+    // A test whose stop never comes fails instead of waiting for proposals that the script has no more of.
+    boost::asio::steady_timer deadline(io, std::chrono::seconds(60));
+    deadline.async_wait([this](const boost::system::error_code& e) {
+      if (!e) {
+        ADD_FAILURE() << "the daemon was still running after 60 s";
+        stop_soon();
+      }
+    });
+    boost::asio::steady_timer poll(io);
+    std::function<void()> look = [&] {
+      poll.expires_after(std::chrono::milliseconds(20));
+      poll.async_wait([&](const boost::system::error_code& e) {
+        if (e) return;
+        if (until(store.experiments("unit"))) stop_soon();
+        else look();
+      });
+    };
+    if (until) look();
+    engine.run();
+    runs = fake->runs();
+    daemon_log = testing::read_file(state.log_file());
+    experiments = store.experiments("unit");
+    trials = store.trials("unit");
+  }
+
+  /// Has the daemon stop, as SIGTERM does: once, handled on the loop after the current handler.
+  void stop_soon() {
+    if (!std::exchange(stop_raised_, true)) raise(SIGTERM);
+  }
+
+  /// Runs of the best: 1.000 and 1.010 by turns, so σ is known and near 0.007.
+  std::optional<RunEnd> best_run_end() { return measured_end(best_runs_++ % 2 ? 1.010 : 1.000); }
+
+  testing::TempDir dir;
+  std::filesystem::path repo;
+  Config config;
+  std::vector<ard::Run> runs;
+  std::string daemon_log;  ///< daemon.log, for a failure's message
+  std::vector<ExperimentRow> experiments;
+  std::vector<TrialRow> trials;
+  int best_runs_ = 0;
+  bool stop_raised_ = false;
+};
+
+const std::string kOneEdit = R"([{"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]}])";
+
+// The start's noise round runs the best on every GPU, and no candidate's
+// stages start before both of the round's runs were measured.
+TEST_F(EngineUnit, TheStartRoundRunsTheBestOnEveryGpuBeforeAnyCandidate) {
+  write_setup(kOneEdit);
+  run_engine([&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+    if (run.build) return built_end();
+    if (is_best_run(run)) return best_run_end();
+    stop_soon();
+    return measured_end(0.5);
+  });
+  std::set<std::string> best_gpus;
+  size_t first_candidate = runs.size();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].build) continue;
+    if (is_best_run(runs[i])) {
+      if (i < first_candidate) best_gpus.insert(runs[i].gpu);
+    } else if (first_candidate == runs.size()) {
+      first_candidate = i;
+    }
+  }
+  ASSERT_LT(first_candidate, runs.size()) << "no candidate ran";
+  EXPECT_EQ(best_gpus, (std::set<std::string>{"0", "1"}));
+  for (const auto& run : runs) EXPECT_GT(run.experiment, 0) << "a ard::Run names its experiment's row";
+}
+
+// A candidate whose first run the keep rule cannot decide (|Δ| within the
+// noise) runs again, on the other GPU, as a confirmation.
+TEST_F(EngineUnit, AnUndecidedCandidateIsConfirmedOnTheOtherGpu) {
+  write_setup(kOneEdit);
+  run_engine([&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+    if (run.build) return built_end();
+    if (is_best_run(run)) return best_run_end();
+    if (run.purpose == purpose::kConfirm) stop_soon();
+    // Better than the best's mean 1.005 by more than the futility bound (1.5·σΔ) and less than the keep margin.
+    return measured_end(0.994);
+  });
+  const ard::Run* first = nullptr;
+  const ard::Run* confirm = nullptr;
+  for (const auto& run : runs) {
+    if (run.build || is_best_run(run)) continue;
+    if (run.purpose == purpose::kCandidate && !first) first = &run;
+    if (run.purpose == purpose::kConfirm && !confirm) confirm = &run;
+  }
+  ASSERT_TRUE(first) << "the candidate never ran";
+  ASSERT_TRUE(confirm) << "the candidate was decided after one run:\n" << daemon_log;
+  EXPECT_EQ(confirm->experiment, first->experiment);
+  EXPECT_NE(confirm->gpu, first->gpu);
+}
+
+// A stop while a candidate's stages run ends that run (the executor's stop),
+// records the experiment as interrupted and winds the daemon down.
+TEST_F(EngineUnit, AStopWhileARunIsInFlightEndsItInterrupted) {
+  write_setup(kOneEdit);
+  int64_t held = 0;
+  run_engine([&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+    if (run.build) return built_end();
+    if (is_best_run(run)) return best_run_end();
+    held = run.experiment;
+    stop_soon();
+    return std::nullopt;  // in flight until stop_all
+  });
+  ASSERT_GT(held, 0);
+  const ExperimentRow* row = nullptr;
+  for (const auto& e : experiments)
+    if (e.id == held) row = &e;
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->state, status::kInterrupted);
+  EXPECT_NE(row->error.find("stopped during stage train"), std::string::npos) << row->error;
+}
+
+const ExperimentRow* row_of(const std::vector<ExperimentRow>& rows, int64_t id) {
+  for (const auto& r : rows)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+const std::string kThreeEdits = R"([
+  {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]},
+  {"description": "edit b", "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot changed"}]},
+  {"description": "edit a again", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot fixed"}]}])";
+
+// A run that meets a fault of the machine is built and run again once the
+// fault clears; a fault that follows the same experiment a third time is
+// the experiment's own, and it fails as a crash.
+TEST_F(EngineUnit, AMachineFaultRunsItAgainUntilItFollowsTheExperimentAThirdTime) {
+  write_setup(kOneEdit);
+  int64_t faulted = 0;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        faulted = run.experiment;
+        RunEnd end;
+        end.kind = RunEnd::Kind::kMachineFault;
+        end.fault = EnvironmentFault(dir.path(), std::nullopt, "No space left on device");
+        end.detail = end.fault->message();
+        return end;
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        const ExperimentRow* r = faulted ? row_of(rows, faulted) : nullptr;
+        return r && r->state == status::kCrash;
+      });
+  ASSERT_GT(faulted, 0);
+  int builds = 0, stage_runs = 0;
+  for (const auto& run : runs)
+    if (run.experiment == faulted) ++(run.build ? builds : stage_runs);
+  EXPECT_EQ(stage_runs, 3);
+  EXPECT_EQ(builds, 3) << "built again before each run again";
+  const ExperimentRow* r = row_of(experiments, faulted);
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->error.find("each of the 3 times"), std::string::npos) << r->error;
+  int environment_errors = 0;
+  for (const auto& t : trials) environment_errors += t.status == status::kEnvironmentError ? 1 : 0;
+  EXPECT_EQ(environment_errors, 2);
+}
+
+// A build that fails owes a fix: the next proposal is asked to fix it, and
+// its row says which experiment it fixes.
+TEST_F(EngineUnit, AFailedBuildIsFollowedByAFixOfIt) {
+  write_setup(kThreeEdits);
+  int64_t baseline = 0, broken = 0;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (!baseline) baseline = run.experiment;
+        if (run.build && run.experiment != baseline && (!broken || broken == run.experiment)) {
+          broken = run.experiment;
+          RunEnd end;
+          end.kind = RunEnd::Kind::kBuildFailed;
+          end.detail = "build failed (exit code 1): train.cu:3: error: expected ';'";
+          end.failure_detail = "train.cu:3: error: expected ';'";
+          return end;
+        }
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        return measured_end(1.2);
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        for (const auto& r : rows)
+          if (r.fix_of && !r.commit.empty()) return true;
+        return false;
+      });
+  ASSERT_GT(broken, 0);
+  const ExperimentRow* failed = row_of(experiments, broken);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->state, status::kBuildFail);
+  EXPECT_NE(failed->error.find("expected ';'"), std::string::npos) << failed->error;
+  const ExperimentRow* fix = nullptr;
+  for (const auto& r : experiments)
+    if (r.fix_of) fix = &r;
+  ASSERT_TRUE(fix) << daemon_log;
+  EXPECT_EQ(*fix->fix_of, broken);
+}
+
+/// The script of two candidates made against the same best, both far better
+/// than it: the first measured is kept, the second is then stale.
+std::optional<RunEnd> two_winners(const ard::Run& run, std::map<int64_t, int>& runs_of_row) {
+  if (run.build) return built_end();
+  const int k = runs_of_row[run.experiment]++;
+  const double wobble = k % 2 ? 0.010 : 0.0;  // σ near 0.007, as the best's runs
+  // Row 1 is the baseline's, the first of a fresh store: its runs, the rounds' included.
+  if (run.experiment == 1) return measured_end(1.000 + wobble);
+  if (run.purpose == purpose::kReapplied) return measured_end(0.800 + wobble);
+  return measured_end((run.experiment % 2 ? 0.900 : 0.850) + wobble);
+}
+
+// A candidate that beat the best it was made against, after another was
+// kept meanwhile, has its change re-applied onto the new best and measured
+// again there: a run of the cherry-picked commit, its row naming the commit
+// it came from.
+TEST_F(EngineUnit, AStaleWinnerIsReappliedOntoTheNewBestAndRunAgain) {
+  write_setup(kThreeEdits);
+  std::map<int64_t, int> runs_of_row;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.purpose == purpose::kReapplied) stop_soon();
+        return two_winners(run, runs_of_row);
+      });
+  const ard::Run* reapplied = nullptr;
+  for (const auto& run : runs)
+    if (run.purpose == purpose::kReapplied) reapplied = &run;
+  ASSERT_TRUE(reapplied) << daemon_log;
+  const ExperimentRow* row = row_of(experiments, reapplied->experiment);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->commit, reapplied->commit);
+  EXPECT_FALSE(row->reapplied_from.empty());
+  EXPECT_NE(row->reapplied_from, reapplied->commit);
+  bool ran_before = false;  // its first run, of the commit it was made as
+  for (const auto& run : runs)
+    ran_before = ran_before || (run.experiment == row->id && !run.build && run.commit == row->reapplied_from);
+  EXPECT_TRUE(ran_before);
+}
+
+// Two candidates that change the same line: once one is kept, the other's
+// change does not apply onto the new best, and it ends as a conflict
+// without being measured there.
+TEST_F(EngineUnit, AStaleWinnerWhoseChangeDoesNotApplyEndsAsAConflict) {
+  write_setup(R"([
+  {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot one"}]},
+  {"description": "edit a otherwise", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot two"}]}])");
+  std::map<int64_t, int> runs_of_row;
+  run_engine([&](const ard::Run& run, size_t) { return two_winners(run, runs_of_row); },
+             [&](const std::vector<ExperimentRow>& rows) {
+               for (const auto& r : rows)
+                 if (r.state == status::kConflict) return true;
+               return false;
+             });
+  const ExperimentRow* conflict = nullptr;
+  for (const auto& r : experiments)
+    if (r.state == status::kConflict) conflict = &r;
+  ASSERT_TRUE(conflict) << daemon_log;
+  EXPECT_NE(conflict->error.find("does not apply onto"), std::string::npos) << conflict->error;
+  for (const auto& run : runs) EXPECT_NE(run.purpose, purpose::kReapplied);
+}
+
+}  // namespace
+}  // namespace ard
