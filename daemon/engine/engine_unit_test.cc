@@ -257,10 +257,15 @@ TEST_F(EngineUnit, AMachineFaultRunsItAgainUntilItFollowsTheExperimentAThirdTime
   EXPECT_EQ(environment_errors, 2);
 }
 
-// A build that fails owes a fix: the next proposal is asked to fix it, and
-// its row says which experiment it fixes.
+// A build that fails owes a fix when the proposer fixes builds (a script with a
+// "fix" entry): the next proposal is asked to fix it, and its row says which
+// experiment it fixes.
 TEST_F(EngineUnit, AFailedBuildIsFollowedByAFixOfIt) {
-  write_setup(kThreeEdits);
+  write_setup(R"([
+  {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]},
+  {"description": "fix a", "fix": true,
+   "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot changed"}]},
+  {"description": "edit a again", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot fixed"}]}])");
   int64_t baseline = 0, broken = 0;
   run_engine(
       [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
