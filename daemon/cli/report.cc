@@ -168,8 +168,6 @@ std::optional<double> shown_expected_end(const ExperimentRow& r) {
   return r.stage_expected;
 }
 
-/// What the data step runs now (its children's groups are in the store while
-/// they run), before any experiment exists: "the data step: ...".
 std::optional<std::string> data_step_line(Store& store, double now) {
   for (const auto& g : store.live_process_groups()) {
     const std::string since = " (" + format_duration(now - g.started_at) + ")";

@@ -81,4 +81,9 @@ std::string render_llm_calls(const std::vector<LlmCallRow>& calls);
 /// "1h02m", "4m05s", "12.3s".
 std::string format_duration(double seconds);
 
+/// What the data step runs now, before any experiment exists ("the data step:
+/// building the trainer at the branch tip (1m17s)"), read from the store's live
+/// process groups; nullopt when it runs nothing. status and the dashboard show it.
+std::optional<std::string> data_step_line(Store& store, double now);
+
 }  // namespace ard

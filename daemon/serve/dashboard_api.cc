@@ -92,6 +92,8 @@ json api_status(Store& store, const DashboardView& view, double now) {
       {"tag", view.tag},
       {"now", now},
       {"daemon", {{"running", view.daemon_pid.has_value()}, {"pid", or_null(view.daemon_pid)}}},
+      // The data step before the first experiment (minutes on a cold GPU box): what the lanes show then.
+      {"data_step", view.daemon_pid ? or_null(data_step_line(store, now)) : json(nullptr)},
       {"allow_actions", view.allow_actions},
       {"experiments", rows.size()},
       {"latest_id", rows.empty() ? json(nullptr) : json(rows.back().id)},

@@ -125,6 +125,18 @@ TEST_F(DashboardApiTest, ATrainingShareAboveOneIsClampedAndSaysSo) {
   EXPECT_EQ(later["figures"]["training_share_clamped"], false);
 }
 
+// Before the first experiment the lanes are empty; the status says what the data step runs.
+TEST_F(DashboardApiTest, TheDataStepIsInTheStatusWhileItRuns) {
+  const double now = 5000;
+  EXPECT_TRUE(api_status(store, view, now)["data_step"].is_null());  // no daemon
+  view.daemon_pid = 1;
+  EXPECT_TRUE(api_status(store, view, now)["data_step"].is_null());  // nothing of it runs
+  store.add_process_group(99997, 1, "prepare");
+  json s = api_status(store, view, now);
+  ASSERT_TRUE(s["data_step"].is_string());
+  EXPECT_THAT(s["data_step"].get<std::string>(), ::testing::HasSubstr("the data step: preparing the dataset"));
+}
+
 TEST_F(DashboardApiTest, FiguresShareTheStatusArithmetic) {
   auto rows = store.experiments("t");
   StatusFigures f = status_figures(store, "t", rows, true, rows.front().started_at + 100);

@@ -108,7 +108,7 @@ function renderLanes(s) {
     });
     return el('div', { class: 'lane', 'data-gpu': lane.gpu }, el('span', { class: 'gpu' }, 'GPU ' + lane.gpu), ...items);
   });
-  if (!lanes.length) lanes.push(el('p', {}, s.daemon.running ? 'idle' : 'nothing runs'));
+  if (!lanes.length) lanes.push(el('p', {}, s.daemon.running ? (s.data_step || 'idle') : 'nothing runs'));
   else if (!s.daemon.running) lanes.unshift(el('p', {}, 'the daemon is not running: this is where it stopped'));
   $('#lanes').replaceChildren(...lanes);
 }
