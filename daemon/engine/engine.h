@@ -38,7 +38,7 @@
 //   kBuilt      kTraining   a worker is free and may train it (start_trainings, may_train)
 //   kTraining   kCommitted  a fault of the machine: built and run again once it clears (rerun)
 //   kTraining   (erased)    crash, timeout, tampered, interrupted; a repeat's run ended (end_repeat)
-//   kTraining   ...         measured (finish_training): the judge's ruling (decide):
+//   kTraining   ...         measured (Engine::measured): the judge's ruling (decide):
 //                 kMeasured   defer: it waits for the baseline, a round, or the best's re-runs
 //                 kBuilt      confirm or remeasure: it runs again in the slot it holds
 //                 kCommitted  reapply: its change is cherry-picked onto the best and built anew

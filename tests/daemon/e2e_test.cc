@@ -285,6 +285,10 @@ TEST_F(DaemonE2E, RunsMixedExperimentsAndKeepsExactlyTheImprovements) {
   EXPECT_THAT(status.out, HasSubstr("now: nothing"));
   EXPECT_THAT(status.out, Not(HasSubstr("clamped")));  // the fake trainer reports less than its wall time
   EXPECT_THAT(status.out, HasSubstr("(fix of #" + std::to_string(rows[5].id) + ") fix the build"));
+  // The keep rule's reasons say "kept: ..." themselves: the log line says it once.
+  const std::string daemon_log = read_file(repo / ".autoresearchd/daemon.log");
+  EXPECT_THAT(daemon_log, HasSubstr(" kept: "));
+  EXPECT_THAT(daemon_log, Not(HasSubstr("kept: kept:")));
 
   // A tag with no experiments is one line naming it and the tags there are, not an empty table.
   for (const char* cmd : {"status --tag nope", "export --tag nope", "plot --tag nope"}) {
