@@ -155,9 +155,9 @@ ard::ProposalResult OfflineProposer::propose(const ard::ProposalContext& context
       new_lines[h.line] = m[1].str() + lit + m[5].str();
       change += (change.empty() ? "" : ", ") + h.name + " " + h.literal + " -> " + lit;
     }
-    bool seen = std::any_of(context.history.begin(), context.history.end(), [&](const ard::HistoryEntry& e) {
-      return e.description.find(change + " (seed") != std::string::npos;
-    });
+    auto tried = [&](const ard::HistoryEntry& e) { return e.description.find(change + " (seed") != std::string::npos; };
+    bool seen = std::any_of(context.history.begin(), context.history.end(), tried) ||
+                std::any_of(context.in_flight.begin(), context.in_flight.end(), tried);
     if (!seen) break;
   }
   std::string content;

@@ -42,6 +42,10 @@ struct ProposalContext {
   std::string program_md;
   std::vector<EditableFile> files;
   std::vector<HistoryEntry> history;  ///< oldest first
+  /// The experiments committed and not finished yet (building, running,
+  /// waiting for a decision, or taken up again after a restart), oldest
+  /// first; status is their state. A proposal should not repeat them.
+  std::vector<HistoryEntry> in_flight;
   std::optional<double> best_val_bpb;
   /// The noise floor, when known: "differences below 2σ = X are noise" (the
   /// keep rule's z·σ), handed to the proposer with the history.

@@ -54,6 +54,7 @@ ProposalResult ScriptedProposer::propose(const ProposalContext& context) {
   size_t index = 0;
   for (const auto& h : context.history)
     if (!h.baseline) ++index;
+  index += context.in_flight.size();  // a restart's resumed experiments were proposed before
   index = std::max(index, next_);
   ProposalResult result;
   if (index >= entries_.size()) {

@@ -19,6 +19,23 @@ ProposalContext with_history(int proposed) {
   return c;
 }
 
+// After a restart, the experiments taken up again are in flight, not in the
+// history: they were proposed, and the next call takes the entry after them.
+TEST(ScriptedProposer, ExperimentsInFlightCountAsProposed) {
+  testing::TempDir dir;
+  testing::write_file(dir / "s.json", R"([
+    {"description": "one", "writes": [{"path": "a.cu", "content": "1"}]},
+    {"description": "two", "writes": [{"path": "a.cu", "content": "2"}]},
+    {"description": "three", "writes": [{"path": "a.cu", "content": "3"}]}
+  ])");
+  ScriptedProposer p(dir / "s.json");
+  ProposalContext c = with_history(1);
+  c.in_flight.push_back({2, "abc1234", "two", std::nullopt, "committed", false});
+  auto r = p.propose(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.proposal->description, "three");
+}
+
 TEST(ScriptedProposer, ReplaysEntriesByPosition) {
   testing::TempDir dir;
   testing::write_file(dir / "s.json", R"([

@@ -330,6 +330,9 @@ std::optional<std::string> render_show(Store& store, int64_t id, const std::file
   if (!r->reapplied_from.empty())
     os << "re-applied:   its change was made on an older best as " << r->reapplied_from
        << "; commit is that change on the parent below\n";
+  if (r->resumes > 0)
+    os << "resumed:      " << r->resumes << (r->resumes == 1 ? " time" : " times")
+       << " after a stop or restart interrupted it (its finished runs kept)\n";
   if (!r->gpu.empty()) os << "gpu:          " << r->gpu << "\n";
   for (const auto& t : store.experiment_trials(id))
     if (!t.slurm_job_id.empty())

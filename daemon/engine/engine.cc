@@ -27,6 +27,7 @@
 #include "daemon/engine/run_end.h"
 #include "daemon/duration.h"
 #include "daemon/engine/judge.h"
+#include "daemon/engine/resume.h"
 #include "daemon/engine/local_executor.h"
 #include "daemon/engine/slurm_run_executor.h"
 #include "daemon/exec/process_groups.h"
@@ -233,6 +234,12 @@ void Engine::reconcile() {
     store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail, alive);
     log_("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
   }
+  // What the last session left interrupted (stopped, or killed above) runs again once the pipeline begins.
+  if (const auto sessions = store_.sessions(config_.tag); !sessions.empty()) {
+    ResumePlan plan = plan_resumes(store_.experiments(config_.tag), store_.trials(config_.tag), sessions.back().started_at);
+    for (const auto& line : plan.left) log_("reconcile: " + line);
+    resumes_ = std::move(plan.resume);
+  }
 
   std::optional<std::string> tip = repo_->ref_target(branch_ref_);
   if (!tip) {
@@ -385,7 +392,36 @@ void Engine::begin() {
   // At start the incumbent runs on every GPU at once (the baseline is the first
   // GPU's run when there is one); new candidates wait for the round.
   if (config_.noise.rounds) start_round(true, need_baseline ? "start (baseline)" : "start");
+  resume_interrupted();
   schedule_pump();
+}
+
+void Engine::resume_interrupted() {
+  for (const Resume& r : std::exchange(resumes_, {})) {
+    auto row = store_.experiment(r.id);
+    if (!row || !repo_->has_commit(row->commit)) {
+      log_("#" + std::to_string(r.id) + " stays interrupted: its commit is not in the repo");
+      continue;
+    }
+    store_.resume(r.id);
+    repo_->set_ref(exp_ref(r.id), row->commit, "autoresearchd: resumed");
+    Candidate c;
+    c.id = r.id;
+    c.phase = Phase::kCommitted;
+    c.parent = row->parent_commit;
+    c.commit = row->commit;
+    c.description = row->description;
+    c.fix_round = r.fix_round;
+    c.reapplies = row->reapplied_from.empty() ? 0 : 1;
+    c.confirmations = std::max(0, r.runs - 1);
+    Candidate& resumed = candidates_[r.id] = std::move(c);
+    log_("#" + std::to_string(r.id) + " resumed (" + r.why + "; " + std::to_string(row->resumes + 1) + " of at most " +
+         std::to_string(kMaxResumes) + "): " +
+         (r.runs > 0 && r.last_value ? "the judge rules on its " + std::to_string(r.runs) + " finished run(s) again"
+                                     : "it runs again from " + short_commit(row->commit)));
+    // Its runs are in the store: the judge rules as it would have (it defers while a round holds).
+    if (r.runs > 0 && r.last_value) decide(resumed, *r.last_value);
+  }
 }
 
 void Engine::on_signal(int) {
@@ -460,6 +496,13 @@ void Engine::maybe_finish_stop() {
   for (int64_t id : idle_rows_)
     if (!drop_empty_row(id, "at stop")) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
   idle_rows_.clear();
+  if (session_) {
+    const auto sessions = store_.sessions(config_.tag);
+    const size_t n = sessions.empty() ? 0
+                     : plan_resumes(store_.experiments(config_.tag), store_.trials(config_.tag), sessions.back().started_at)
+                           .resume.size();
+    if (n > 0) log_(std::to_string(n) + " interrupted experiment(s) run again at the next start, from their commits");
+  }
   store_.end_session(session_, stop_reason_);
   if (fatal_) log_.file_only(stop_reason_);  // main prints it to the terminal as it exits
   else log_(stop_reason_);
@@ -651,6 +694,15 @@ void Engine::request_proposal(const std::string& program) {
   ctx.program_md = program;
   ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
   ctx.history = history();
+  for (const auto& [other, c] : candidates_)
+    if (other > 0 && !c.baseline && !c.commit.empty()) {
+      HistoryEntry h;
+      h.id = other;
+      h.commit = short_commit(c.commit);
+      h.description = c.description;
+      h.status = c.phase == Phase::kMeasured ? "measured" : c.phase == Phase::kTraining ? "running" : "committed";
+      ctx.in_flight.push_back(std::move(h));
+    }
   ctx.best_val_bpb = best_val_;
   if (auto noise = decision_noise(store_.trials(config_.tag))) {
     std::ostringstream note;

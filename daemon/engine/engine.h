@@ -47,6 +47,8 @@
 //                           confirm and remeasure go to kCommitted (its slot was released)
 //   any         (erased)    the daemon stops: interrupted (maybe_finish_stop); a fault of the machine
 //                           that follows one experiment every time: crash (rerun)
+//   (interrupted) kCommitted  the next start takes it up again (resume.h, resume_interrupted), or
+//                 ...         with finished runs, the judge's ruling as from kTraining
 //
 // Builds and stages run through an Executor (executor.h): the engine hands it
 // a Run and gets one RunEnd back; the local executor's children are
@@ -73,6 +75,7 @@
 #include "daemon/decide/circuit_breaker.h"
 #include "daemon/decide/noise_rounds.h"
 #include "daemon/engine/executor.h"
+#include "daemon/engine/resume.h"
 #include "daemon/engine/run.h"
 #include "daemon/engine/run_end.h"
 #include "daemon/exec/fault_pause.h"
@@ -213,6 +216,9 @@ class Engine {
   bool open_slots();
   void prepare_data_then_begin();
   void begin();
+  /// The experiments the last session left interrupted (resume.h) become
+  /// candidates again: committed, or measured and ruled on by the judge.
+  void resume_interrupted();
   void on_signal(int signal);
   void stop(const std::string& reason);
   void maybe_finish_stop();
@@ -358,6 +364,7 @@ class Engine {
   std::optional<double> best_val_;
   bool baseline_pending_ = false;   ///< the baseline has not been measured yet
   std::vector<int64_t> deferred_;   ///< measured candidates waiting for the baseline's value
+  std::vector<Resume> resumes_;     ///< planned by reconcile, taken up by begin (resume.h)
   std::string data_dir_;
   int64_t session_ = 0;
   std::optional<Failure> last_failure_;

@@ -360,5 +360,128 @@ TEST_F(EngineUnit, AStaleWinnerWhoseChangeDoesNotApplyEndsAsAConflict) {
   for (const auto& run : runs) EXPECT_NE(run.purpose, purpose::kReapplied);
 }
 
+// ---------------------------------------------------------------- stop and restart
+
+/// The candidate's first stage run of `runs` (neither a build nor a run of the best), or null.
+const ard::Run* first_candidate_run(const std::vector<ard::Run>& runs, int64_t experiment) {
+  for (const auto& run : runs)
+    if (!run.build && run.experiment == experiment && !is_best_run(run)) return &run;
+  return nullptr;
+}
+
+// A candidate whose run a stop cut short runs again at the next start, from
+// the commit it had, and is decided there: nothing in flight is dropped.
+TEST_F(EngineUnit, ARunCutShortByAStopRunsAgainFromItsCommitAtTheNextStart) {
+  write_setup(kOneEdit);
+  int64_t held = 0;
+  std::string commit;
+  run_engine([&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+    if (run.build) return built_end();
+    if (is_best_run(run)) return best_run_end();
+    held = run.experiment;
+    commit = run.commit;
+    stop_soon();
+    return std::nullopt;
+  });
+  ASSERT_GT(held, 0);
+  ASSERT_EQ(row_of(experiments, held)->state, status::kInterrupted);
+  EXPECT_NE(daemon_log.find("1 interrupted experiment(s) run again at the next start"), std::string::npos) << daemon_log;
+
+  stop_raised_ = false;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        return measured_end(0.5);
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        const ExperimentRow* r = row_of(rows, held);
+        return r && r->state == status::kKept;
+      });
+  const ExperimentRow* row = row_of(experiments, held);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->state, status::kKept) << daemon_log;
+  EXPECT_EQ(row->commit, commit);
+  EXPECT_EQ(row->resumes, 1);
+  const ard::Run* again = first_candidate_run(runs, held);
+  ASSERT_TRUE(again) << daemon_log;
+  EXPECT_EQ(again->commit, commit);
+  EXPECT_EQ(again->purpose, purpose::kCandidate);
+  EXPECT_NE(daemon_log.find("#" + std::to_string(held) + " resumed (stopped during stage train; 1 of at most 2)"),
+            std::string::npos)
+      << daemon_log;
+}
+
+// A stop during a confirmation: the restart keeps the first run, and the
+// candidate's next run is the confirmation again, not a first run.
+TEST_F(EngineUnit, AConfirmationCutShortByAStopIsAskedForAgainAfterTheRestart) {
+  write_setup(kOneEdit);
+  int64_t held = 0;
+  run_engine([&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+    if (run.build) return built_end();
+    if (is_best_run(run)) return best_run_end();
+    if (run.purpose == purpose::kConfirm) {
+      held = run.experiment;
+      stop_soon();
+      return std::nullopt;
+    }
+    return measured_end(0.994);  // within the noise: confirmed (see AnUndecidedCandidateIsConfirmedOnTheOtherGpu)
+  });
+  ASSERT_GT(held, 0) << daemon_log;
+
+  stop_raised_ = false;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        return measured_end(0.994);
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        const ExperimentRow* r = row_of(rows, held);
+        return r && is_final_state(r->state) && r->state != status::kInterrupted;
+      });
+  const ard::Run* again = first_candidate_run(runs, held);
+  ASSERT_TRUE(again) << daemon_log;
+  EXPECT_EQ(again->purpose, purpose::kConfirm);
+  std::vector<std::string> statuses;  // its trials, in order
+  for (const auto& t : trials)
+    if (t.experiment_id == held) statuses.push_back(t.purpose + " " + t.status);
+  ASSERT_GE(statuses.size(), 3u);
+  EXPECT_EQ(statuses[0], "candidate ok");
+  EXPECT_EQ(statuses[1], "confirm interrupted");
+  EXPECT_EQ(statuses[2], "confirm ok");
+  EXPECT_EQ(row_of(experiments, held)->resumes, 1);
+}
+
+// A candidate cut short by every stop runs again twice; the third time it
+// stays interrupted, and the restart says why.
+TEST_F(EngineUnit, ACandidateInterruptedThreeTimesStaysInterrupted) {
+  write_setup(kOneEdit);
+  int64_t held = 0;
+  auto hold = [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+    if (run.build) return built_end();
+    if (is_best_run(run)) return best_run_end();
+    held = run.experiment;
+    stop_soon();
+    return std::nullopt;
+  };
+  for (int start = 0; start < 3; ++start) {
+    stop_raised_ = false;
+    run_engine(hold);
+  }
+  ASSERT_GT(held, 0);
+  EXPECT_EQ(row_of(experiments, held)->resumes, 2);
+  stop_raised_ = false;
+  run_engine(hold, [&](const std::vector<ExperimentRow>&) { return true; });
+  const ExperimentRow* row = row_of(experiments, held);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->state, status::kInterrupted);
+  EXPECT_EQ(row->resumes, 2);
+  EXPECT_EQ(first_candidate_run(runs, held), nullptr) << "it ran a fourth time";
+  EXPECT_NE(daemon_log.find("reconcile: #" + std::to_string(held) + " was interrupted 3 times: it stays interrupted"),
+            std::string::npos)
+      << daemon_log;
+}
+
 }  // namespace
 }  // namespace ard

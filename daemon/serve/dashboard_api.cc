@@ -137,6 +137,7 @@ std::optional<json> api_experiment(Store& store, int64_t id) {
   json doc = experiment_summary(*r);
   doc["parent_commit"] = r->parent_commit;
   doc["reapplied_from"] = text_or_null(r->reapplied_from);
+  doc["resumes"] = r->resumes;
   doc["proposer"] = r->proposer;
   doc["diff"] = r->diff;
   doc["log_tail"] = r->log_tail;

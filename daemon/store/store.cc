@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kExperimentColumns =
     "id, tag, is_baseline, parent_commit, commit_hash, description, program_hash, proposer, fix_of, "
     "state, stage, stage_started_at, stage_deadline, stage_expected, pgid, val_bpb, peak_vram_mb, "
-    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start";
+    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start, resumes";
 
 ExperimentRow read_experiment(const Statement& s) {
   ExperimentRow r;
@@ -45,6 +45,7 @@ ExperimentRow read_experiment(const Statement& s) {
   r.gpu = s.text(24);
   r.reapplied_from = s.text(25);
   r.pgid_start = s.opt_integer(26);
+  r.resumes = static_cast<int>(s.integer(27));
   return r;
 }
 
@@ -342,6 +343,14 @@ void Store::finish(int64_t id, const std::string& final_status, const std::strin
          "UPDATE experiments SET state=?, error=?, log_tail=?, pgid=NULL, pgid_start=NULL, "
          "ended_at=MAX(started_at, ?) WHERE id=?")
       .bind(1, final_status).bind(2, error).bind(3, log_tail).bind(4, ended_at.value_or(now_seconds())).bind(5, id)
+      .run();
+}
+
+void Store::resume(int64_t id) {
+  db_.prepare("UPDATE experiments SET state=" + sql_word(ExperimentState::kCommitted) +
+              ", stage='', stage_started_at=NULL, stage_deadline=NULL, stage_expected=NULL, pgid=NULL, pgid_start=NULL, "
+              "error='', ended_at=NULL, resumes=resumes+1 WHERE id=?")
+      .bind(1, id)
       .run();
 }
 

@@ -59,6 +59,7 @@ struct ExperimentRow {
   std::optional<double> ended_at;
   std::string gpu;             ///< the GPU it trains or trained on; empty before one is assigned
   std::string reapplied_from;  ///< its own commit, when commit is that change re-applied onto a newer best
+  int resumes = 0;             ///< times it was run again after a stop or restart interrupted it (resume.h)
 };
 
 /// The description status and the model's history show: the row's own, or
@@ -249,6 +250,10 @@ class Store : public llm::CallSink {
   /// tail; ended at ended_at (never before it started), or now.
   void finish(int64_t id, const std::string& final_status, const std::string& error,
               const std::string& log_tail, std::optional<double> ended_at = std::nullopt);
+  /// An interrupted experiment is taken up again (resume.h): back to
+  /// `committed`, its error, end and stage cleared, `resumes` counted up. Its
+  /// commit, diff, decision line and trials stay.
+  void resume(int64_t id);
   /// The experiment's clock starts again now: it is asked for again after its
   /// proposer was unavailable, and the wait is no part of its duration.
   void restart_clock(int64_t id);

@@ -596,11 +596,14 @@ TEST_F(DaemonE2E, UnconfinedABranchMovedByAStageIsPutBackAndTheNextExperimentRun
   EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "innocent\nbase\n");
 }
 
-TEST_F(DaemonE2E, SigkillMidRunThenRestartReconciles) {
+TEST_F(DaemonE2E, SigkillMidRunThenRestartReconcilesAndRunsTheCandidateAgain) {
   // Unconfined, a child outlives a killed daemon (in the sandbox it dies with
-  // it): the restart must find its group and kill it.
+  // it): the restart must find its group and kill it. The candidate it ran
+  // runs again from its commit (its trainer hangs until `release` exists).
   write_config(60, "[sandbox]\nmode = \"off\"\n");
-  write_script(nlohmann::json::array({edit("hang", "val_bpb 0.5\nHANG\n"), edit("improve", "val_bpb 0.9\n")}));
+  const auto release = dir.path() / "release";
+  write_script(nlohmann::json::array(
+      {edit("hang", "val_bpb 0.5\nHANG_UNLESS " + release.string() + "\n"), edit("improve", "val_bpb 0.9\n")}));
   pid_t first = spawn_daemon("first.log");
   auto rows = wait_for([](const auto& r) { return r.size() == 2 && r[1].state == "running" && r[1].stage == "train" && r[1].pgid; });
   ASSERT_EQ(rows.size(), 2u);
@@ -615,17 +618,21 @@ TEST_F(DaemonE2E, SigkillMidRunThenRestartReconciles) {
   children.clear();
   EXPECT_FALSE(group_members(pgid).empty());  // the child outlived the daemon
 
+  write_file(release, "");
   pid_t second = spawn_daemon("second.log");
   rows = wait_for([](const auto& r) { return finished(r) == 3; });
   ASSERT_GE(rows.size(), 3u);
   EXPECT_TRUE(group_members(pgid).empty());  // the orphaned group was killed
   EXPECT_EQ(rows[0].state, "kept");
-  EXPECT_EQ(rows[1].state, "interrupted");
-  EXPECT_THAT(rows[1].error, HasSubstr("stage train"));
+  EXPECT_EQ(rows[1].state, "kept") << rows[1].error;  // run again, from the same commit
+  EXPECT_EQ(rows[1].resumes, 1);
   EXPECT_FALSE(rows[1].pgid);
-  EXPECT_EQ(rows[2].state, "kept");
-  EXPECT_EQ(rows[2].parent_commit, base);
-  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "improve\nbase\n");
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), rows[1].commit);
+  EXPECT_EQ(git("log --format=%s autoresearch/e2e").out, "hang\nbase\n");
+  EXPECT_TRUE(is_final_state(rows[2].state)) << rows[2].state;  // improve, made on base: after the keep, stale
+  std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  EXPECT_THAT(log, HasSubstr("reconcile: #" + std::to_string(rows[1].id) + " marked interrupted (was running (stage train))"));
+  EXPECT_THAT(log, HasSubstr("#" + std::to_string(rows[1].id) + " resumed (the daemon stopped while the experiment was running (stage train)"));
 
   kill(second, SIGTERM);
   waitpid(second, &st, 0);
@@ -717,6 +724,8 @@ TEST_F(DaemonE2E, StopDuringARunRecordsItInterruptedAndResetsTheBranch) {
   EXPECT_EQ(r.error, "stopped during stage train");
   EXPECT_FALSE(r.pgid);
   EXPECT_EQ(store.last_session()->end_reason, "stopped");
+  EXPECT_THAT(read_file(repo / ".autoresearchd/daemon.log"),
+              HasSubstr("1 interrupted experiment(s) run again at the next start, from their commits"));
   EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), base);
   EXPECT_EQ(read_file(repo / ".autoresearchd/worktrees/e2e/trainer/train.cu"), "val_bpb 1.0\n");
   EXPECT_EQ(daemon("stop").code, 1);  // nothing left to stop

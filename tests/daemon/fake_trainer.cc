@@ -26,6 +26,8 @@
 //   PROBE_FAIL        print the harness's integrity-probe failure line
 //                     "FAIL: tampered: causality: ..." and exit 1
 //   HANG              never finish training (ignores SIGTERM too)
+//   HANG_UNLESS path  the same, unless the file at path (absolute) exists: a run
+//                     that a test lets finish after a restart
 //   NAN               report val_bpb: nan
 //   SILENT            print nothing and exit 0
 //   BUILD_ERROR msg   `build` fails with a compiler-style error at that line (the
@@ -233,7 +235,8 @@ int run(const char* path, const ard::SimRunFlags& flags) {
   double seconds = number(lines, "seconds", 0.05);
   std::printf("step 0 | loss 9.01\n");
   std::fflush(stdout);
-  if (has(lines, "HANG")) {
+  const std::string release = word_after(lines, "HANG_UNLESS ");
+  if (has(lines, "HANG") && (release.empty() || ::access(release.c_str(), F_OK) != 0)) {
     signal(SIGTERM, SIG_IGN);
     while (true) sleep_s(1);
   }

@@ -246,14 +246,23 @@ TEST_F(SlurmE2E, ARestartWithOnRestartCancelCancelsTheJobsItFinds) {
   end_daemon(first, SIGKILL);
   EXPECT_THAT(cluster.jobs("running"), HasSubstr(hang.slurm_job_id + "|RUNNING"));  // the job outlived the daemon
   pid_t second = spawn_daemon("second.log");
-  auto rows = wait_for([&](const auto& r) { return r.size() >= 2 && r[1].state == "interrupted"; });
-  EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
+  // The job it found is cancelled; the experiment, interrupted, runs again as a job of its own.
+  trials = wait_trials([&](const auto& t) {
+    return std::any_of(t.begin(), t.end(), [&](const TrialRow& r) {
+      return r.experiment_id == hang.experiment_id && r.id != hang.id && !r.ended_at && !r.node.empty();
+    });
+  });
+  EXPECT_THAT(cluster.jobs("pending,running,completing"), Not(HasSubstr(hang.slurm_job_id + "|")));
   end_daemon(second, SIGTERM);
+  EXPECT_EQ(cluster.jobs("pending,running,completing"), "");
+  auto rows = Store(db_path().string()).experiments("e2e");
   ASSERT_GE(rows.size(), 2u);
-  EXPECT_THAT(rows[1].error, HasSubstr("the daemon stopped while the experiment was running (stage job)"));
+  EXPECT_EQ(rows[1].resumes, 1);
+  EXPECT_EQ(rows[1].state, "interrupted");  // by the second stop
   std::string log = read_file(repo / ".autoresearchd/daemon.log");
   EXPECT_THAT(log, HasSubstr("reconcile: #2 Slurm job " + hang.slurm_job_id + " to be cancelled"));
   EXPECT_THAT(log, HasSubstr("scancel " + hang.slurm_job_id));
+  EXPECT_THAT(log, HasSubstr("#2 resumed (the daemon stopped while the experiment was running (stage job)"));
   for (const auto& t : Store(db_path().string()).trials("e2e"))
     if (t.id == hang.id) EXPECT_EQ(t.status, "interrupted");
 }
