@@ -371,6 +371,12 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
       throw ConfigError("keep.confirmations: must be <= 5, got " + std::to_string(c.keep.confirmations));
   }
 
+  if (const toml::table* t = top.table("dedup")) {
+    KeyReader r(*t, "dedup");
+    r.number("threshold", c.dedup.threshold, 0, false, 1);
+    r.reject_unknown();
+  }
+
   if (const toml::table* t = top.table("env")) {
     KeyReader r(*t, "env");
     r.strings("pass", c.env_pass, true);

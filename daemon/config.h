@@ -70,6 +70,13 @@ struct KeepConfig {
   int confirmations = 2;          ///< runs of an undecided candidate after its first
 };
 
+/// `[dedup]`: duplicates caught before any GPU time (decide/duplicates.h).
+struct DedupConfig {
+  /// A change at least this similar to an earlier one is a duplicate (0, 1]; 1: only
+  /// identical changes (and reverts of kept ones), which are duplicates at any threshold.
+  double threshold = 0.9;
+};
+
 /// Where stages run (`executor`): children of the daemon, one worker per GPU,
 /// or one Slurm job per experiment, `slurm.max_jobs` workers.
 enum class ExecutorKind { kLocal, kSlurm };
@@ -155,6 +162,7 @@ struct Config {
   ServeConfig serve;
   NoiseConfig noise;
   KeepConfig keep;
+  DedupConfig dedup;
 
   /// How start's preflight finds the GPU: "nvidia-smi" (the driver's list),
   /// "off" (stages that need no GPU; skips the CUDA checks too), or a

@@ -30,7 +30,7 @@ namespace {
 const std::vector<std::pair<std::string, std::string>> kStateColours = {
     {"discarded", "#9e9e9e"},  {"crash", "#c62828"},          {"timeout", "#ef6c00"},
     {"build_fail", "#ad1457"}, {"tampered", "#6a1b9a"},       {"patch_rejected", "#5d4037"},
-    {"proposer_error", "#37474f"}, {"interrupted", "#90a4ae"}, {"kept", "#2e7d32"},
+    {"proposer_error", "#37474f"}, {"interrupted", "#90a4ae"}, {"duplicate", "#8d6e63"}, {"kept", "#2e7d32"},
 };
 constexpr const char* kOtherColour = "#1565c0";  // in flight
 

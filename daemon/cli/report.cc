@@ -389,7 +389,7 @@ std::string render_tsv(Store& store, const std::string& tag) {
   std::ostringstream os;
   os << "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n";
   for (const auto& r : store.experiments(tag)) {
-    if (r.commit.empty() || !is_final_state(r.state)) continue;
+    if (r.commit.empty() || !is_final_state(r.state) || r.state == status::kDuplicate) continue;  // never ran
     const char* st = r.state == status::kKept ? "keep" : r.state == status::kDiscarded ? "discard" : "crash";
     os << r.commit.substr(0, 7) << "\t" << fixed(r.val_bpb.value_or(0), 6) << "\t"
        << fixed(r.peak_vram_mb.value_or(0) / 1024.0, 1) << "\t" << st << "\t" << clean(r.description) << "\n";

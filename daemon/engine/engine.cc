@@ -828,12 +828,30 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
     return fail(*c, status::kPatchRejected, std::string("the edit cannot be applied: ") + e.what(), "");
   }
   if (commit.empty()) return fail(*c, status::kPatchRejected, "the edit changes nothing", "");
-  store_.set_commit(id, commit, repo_->diff(c->parent, commit));
+  const std::string diff = repo_->diff(c->parent, commit);
+  store_.set_commit(id, commit, diff);
   c->commit = commit;
+  if (auto dup = duplicate_of(*c, diff))
+    return fail(*c, status::kDuplicate, dup->reason, "",
+                "this change " + dup->reason + ": it was not run. Propose a change not tried before.");
   c->phase = Phase::kCommitted;
   log_("#" + std::to_string(id) + " " + short_commit(commit) + " " + c->description +
        (done->fix ? " (fix " + std::to_string(done->fix->round) + " of #" + std::to_string(done->fix->of) + ")" : ""));
   schedule_pump();
+}
+
+std::optional<DuplicateOf> Engine::duplicate_of(const Candidate& c, const std::string& diff) {
+  std::vector<EarlierChange> earlier;
+  std::vector<int64_t> fix_chain;
+  std::map<int64_t, std::optional<int64_t>> fix_of;
+  for (const auto& r : store_.experiments(config_.tag)) {
+    fix_of[r.id] = r.fix_of;
+    if (r.id == c.id || r.is_baseline || r.diff.empty()) continue;
+    earlier.push_back({r.id, r.diff, r.state, r.description});
+  }
+  // A fix carries the failed change it repairs: the chain it fixes is not compared.
+  for (auto of = fix_of[c.id]; of && fix_chain.size() < fix_of.size(); of = fix_of[*of]) fix_chain.push_back(*of);
+  return find_duplicate(diff, earlier, config_.dedup.threshold, fix_chain);
 }
 
 // ---------------------------------------------------------------- builds
@@ -1326,7 +1344,9 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   store_.finish(id, final_status, error, log_tail);
   if (final_status == status::kDiscarded) breaker_.record_success();
   // A conflict says only that another worker moved the best meanwhile: no failure the breaker counts.
-  else if (final_status != status::kInterrupted && final_status != status::kConflict)
+  // A duplicate ran nothing: the proposer is told, but nothing failed.
+  else if (final_status != status::kInterrupted && final_status != status::kConflict &&
+           final_status != status::kDuplicate)
     breaker_.record_failure(final_status, error);
   if (final_status != status::kDiscarded && final_status != status::kInterrupted)
     // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.

@@ -27,7 +27,8 @@
 //   (new)       kProposing  a proposal is asked for (request_proposal)
 //   (new)       kCommitted  the baseline, and a repeat run of the best (noise round, incumbent re-run)
 //   kProposing  kCommitted  the proposal is committed (on_proposal)
-//   kProposing  (erased)    patch_rejected, proposer_error, or the proposer waits (its row is asked again)
+//   kProposing  (erased)    patch_rejected, proposer_error, duplicate (decide/duplicates.h), or the
+//                           proposer waits (its row is asked again)
 //   kCommitted  (erased)    a stale candidate whose change does not apply onto the best: conflict
 //   kCommitted  kBuilding   a slot is free and fewer than max_builds run (start_build; a stale
 //                           candidate is first moved onto the best)
@@ -73,6 +74,7 @@
 
 #include "daemon/config.h"
 #include "daemon/decide/circuit_breaker.h"
+#include "daemon/decide/duplicates.h"
 #include "daemon/decide/noise_rounds.h"
 #include "daemon/engine/executor.h"
 #include "daemon/engine/resume.h"
@@ -256,6 +258,8 @@ class Engine {
   /// One proposal with program, the content request_proposals read (recorded and sent as is).
   void request_proposal(const std::string& program);
   void on_proposal(const std::shared_ptr<ProposalDone>& done);
+  /// The earlier change of the tag, finished or in flight, that c's (its diff) repeats (duplicates.h).
+  std::optional<DuplicateOf> duplicate_of(const Candidate& c, const std::string& diff);
   void start_builds();
   void start_build(Candidate& c, int slot);
   void start_trainings();

@@ -483,5 +483,42 @@ TEST_F(EngineUnit, ACandidateInterruptedThreeTimesStaysInterrupted) {
       << daemon_log;
 }
 
+// ---------------------------------------------------------------- duplicates
+
+// A proposal that repeats a change already tried (here: one still in flight,
+// the same edit proposed for the other GPU) is recorded as a duplicate and
+// never built or run; the proposer is told which experiment it repeats.
+TEST_F(EngineUnit, AChangeThatRepeatsOneInFlightIsADuplicateAndNeverBuilt) {
+  write_setup(R"([
+  {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot\nlr 0.02"}]},
+  {"description": "edit a, again", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot\nlr   0.02  // the same"}]},
+  {"description": "edit b", "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot\nlr 0.03"}]}])");
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        return measured_end(1.2);
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        int finished = 0;
+        for (const auto& r : rows) finished += is_final_state(r.state) ? 1 : 0;
+        return finished >= 4;
+      });
+  const ExperimentRow* first = nullptr;
+  const ExperimentRow* again = nullptr;
+  for (const auto& r : experiments) {
+    if (r.description == "edit a") first = &r;
+    if (r.description == "edit a, again") again = &r;
+  }
+  ASSERT_TRUE(first && again) << daemon_log;
+  EXPECT_EQ(again->state, status::kDuplicate);
+  EXPECT_EQ(again->error.rfind("repeats #" + std::to_string(first->id) + " (", 0), 0u) << again->error;
+  EXPECT_NE(again->error.find("similarity 1.00 (the same change)"), std::string::npos) << again->error;
+  EXPECT_FALSE(again->commit.empty());
+  for (const auto& run : runs) EXPECT_NE(run.experiment, again->id) << "a duplicate was built or run";
+  for (const auto& t : trials) EXPECT_NE(t.experiment_id, again->id);
+  EXPECT_NE(daemon_log.find("#" + std::to_string(again->id) + " duplicate: repeats #"), std::string::npos) << daemon_log;
+}
+
 }  // namespace
 }  // namespace ard

@@ -6,7 +6,7 @@ namespace ard {
 const std::vector<ExperimentState>& all_experiment_states() {
   static const std::vector<ExperimentState> all = [] {
     std::vector<ExperimentState> v;
-    for (int s = static_cast<int>(ExperimentState::kProposing); s <= static_cast<int>(ExperimentState::kEnvironmentError);
+    for (int s = static_cast<int>(ExperimentState::kProposing); s <= static_cast<int>(ExperimentState::kDuplicate);
          ++s)
       v.push_back(static_cast<ExperimentState>(s));
     return v;

@@ -41,6 +41,8 @@ enum class ExperimentState {
   /// The machine failed the experiment (a full disk, an I/O error): a trial that
   /// ran again once the fault cleared, or an experiment that could not be.
   kEnvironmentError,
+  /// The change repeats an earlier candidate's (decide/duplicates.h): never built or run.
+  kDuplicate,
 };
 
 /// The column's word: "proposing", ..., "kept", "build_fail", "environment_error".
@@ -64,6 +66,7 @@ constexpr const char* to_string(ExperimentState state) {
     case ExperimentState::kInterrupted: return "interrupted";
     case ExperimentState::kConflict: return "conflict";
     case ExperimentState::kEnvironmentError: return "environment_error";
+    case ExperimentState::kDuplicate: return "duplicate";
   }
   return "?";
 }

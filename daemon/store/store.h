@@ -32,6 +32,7 @@ inline constexpr const char* kPatchRejected = to_string(ExperimentState::kPatchR
 inline constexpr const char* kProposerError = to_string(ExperimentState::kProposerError);
 inline constexpr const char* kInterrupted = to_string(ExperimentState::kInterrupted);
 inline constexpr const char* kConflict = to_string(ExperimentState::kConflict);
+inline constexpr const char* kDuplicate = to_string(ExperimentState::kDuplicate);
 inline constexpr const char* kEnvironmentError = to_string(ExperimentState::kEnvironmentError);
 }  // namespace status
 

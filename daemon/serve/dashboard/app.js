@@ -9,6 +9,7 @@ const POLL_MS = 2000;
 const STATE_COLOURS = {
   kept: '#2e7d32', discarded: '#9e9e9e', crash: '#c62828', timeout: '#ef6c00', build_fail: '#ad1457',
   tampered: '#6a1b9a', patch_rejected: '#5d4037', proposer_error: '#37474f', interrupted: '#90a4ae',
+  duplicate: '#8d6e63',
 };
 const OTHER_COLOUR = '#1565c0';  // a status without a colour of its own
 const BEST_COLOUR = '#1b5e20';   // the best-so-far line: darker than the kept points
