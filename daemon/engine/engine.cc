@@ -13,10 +13,6 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <cmath>
-#include <fstream>
-#include <limits>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -32,7 +28,6 @@
 #include "daemon/engine/run_plan.h"
 #include "daemon/engine/slurm_run_executor.h"
 #include "daemon/exec/process_groups.h"
-#include "daemon/exec/sandbox.h"
 #include "daemon/fatal_error.h"
 #include "daemon/program_file.h"
 #include "daemon/secret_scan.h"
@@ -608,12 +603,8 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
   --proposals_running_;
   const int64_t id = done->id;
   if (Candidate* asked = find(id)) asked->asking = false;
+  record_attempts(store_, id, done->result);
   const ProposalResult& result = done->result;
-  const auto& attempts = result.ok() ? result.proposal->attempts : result.error->attempts;
-  int n = static_cast<int>(store_.attempts(id).size());
-  for (const auto& a : attempts) store_.add_attempt(id, ++n, a);
-  // Recorded: a proposal handled again after a fault adds them no second time.
-  (result.ok() ? done->result.proposal->attempts : done->result.error->attempts).clear();
   Candidate* c = find(id);
   if (!c) return;
   if (stopping_) return schedule_pump();

@@ -79,6 +79,13 @@ void propose_on_thread(Proposer& proposer, ProposalContext ctx, std::shared_ptr<
   }).detach();
 }
 
+void record_attempts(Store& store, int64_t id, ProposalResult& result) {
+  auto& attempts = result.ok() ? result.proposal->attempts : result.error->attempts;
+  int n = static_cast<int>(store.attempts(id).size());
+  for (const auto& a : attempts) store.add_attempt(id, ++n, a);
+  attempts.clear();
+}
+
 std::optional<ProposerWait> proposer_wait(const ProposalError& e, double retry_wait_s, double now) {
   using Kind = ProposalError::Kind;
   if (e.kind == Kind::kFatal || e.kind == Kind::kBadEdit) return std::nullopt;

@@ -98,6 +98,11 @@ void propose_on_thread(Proposer& proposer, ProposalContext ctx, std::shared_ptr<
                        std::shared_ptr<std::atomic<int>> inside, std::shared_ptr<Mailbox> box,
                        std::function<void(ProposalResult)> done);
 
+/// Stores result's attempts under row id, after those the row has, then
+/// clears them from result: a proposal handled again (after a fault of the
+/// machine held its commit) records them once.
+void record_attempts(Store& store, int64_t id, ProposalResult& result);
+
 /// What a proposer's error of kind exhausted, unavailable or paused asks of
 /// the engine: wait, then ask again.
 struct ProposerWait {

@@ -110,6 +110,25 @@ TEST(ProposerWait, FatalAndBadEditAreNoWait) {
   EXPECT_FALSE(proposer_wait(ProposalError{ProposalError::Kind::kBadEdit, "no edit applies", {}, 0}, 60, 0));
 }
 
+TEST(RecordAttempts, AfterThoseTheRowHasAndOnce) {
+  testing::TempDir dir;
+  Store store((dir.path() / "results.db").string());
+  store.add_run("t", "autoresearch/t", "parent");
+  const int64_t id = store.create_experiment("t", false, "parent", "", "stub", std::nullopt);
+  ProposalResult failed;
+  failed.error = ProposalError{ProposalError::Kind::kUnavailable, "HTTP 503", {{"p1", "r1", "503"}}, 0};
+  record_attempts(store, id, failed);
+  EXPECT_TRUE(failed.error->attempts.empty());
+  ProposalResult made;
+  made.proposal = Proposal{"raise lr", {{"trainer/train.cu", "lr 2\n"}}, {{"p2", "r2", ""}, {"p3", "r3", ""}}};
+  record_attempts(store, id, made);
+  record_attempts(store, id, made);  // handled again after a fault: nothing twice
+  const auto attempts = store.attempts(id);
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(attempts[0].error, "503");
+  EXPECT_EQ(attempts[2].prompt, "p3");
+}
+
 class StubProposer : public Proposer {
  public:
   std::string name() const override { return "stub"; }
