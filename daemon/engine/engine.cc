@@ -30,7 +30,6 @@
 #include "daemon/exec/process_groups.h"
 #include "daemon/fatal_error.h"
 #include "daemon/program_file.h"
-#include "daemon/secret_scan.h"
 #include "daemon/slurm/slurm_client.h"
 #include "daemon/slurm/slurm_recovery.h"
 #include "daemon/store/evaluated_reconcile.h"
@@ -1120,10 +1119,7 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   // A conflict says only that another worker moved the best meanwhile: no failure the breaker counts.
   else if (final_status != status::kInterrupted && final_status != status::kConflict)
     breaker_.record_failure(final_status, error);
-  if (final_status != status::kDiscarded && final_status != status::kInterrupted)
-    // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.
-    last_failure_ =
-        Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
+  if (auto told = failure_to_tell(final_status, error, log_tail, failure_detail)) last_failure_ = std::move(told);
   // A failed baseline stops the daemon: its fatal line below says all of this, so it is logged once.
   const bool fatal_baseline = baseline && final_status != status::kInterrupted;
   if (!fatal_baseline) log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "daemon/log.h"
+#include "daemon/secret_scan.h"
 #include "daemon/store/experiment_state.h"
 #include "daemon/util/text.h"
 
@@ -59,6 +60,13 @@ std::string noise_note(double z, const NoiseEstimate& noise) {
   note << "Differences below " << z << "σ = " << z * noise.sigma << " are noise (σ = " << noise.sigma
        << (noise.from_prior ? ", the configured prior" : ", from repeated runs of the same commit") << ").";
   return note.str();
+}
+
+std::optional<Failure> failure_to_tell(const std::string& final_status, const std::string& error,
+                                       const std::string& log_tail, const std::string& failure_detail) {
+  if (final_status == status::kDiscarded || final_status == status::kInterrupted) return std::nullopt;
+  // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.
+  return Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
 }
 
 void propose_on_thread(Proposer& proposer, ProposalContext ctx, std::shared_ptr<std::atomic<bool>> cancel,

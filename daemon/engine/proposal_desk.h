@@ -90,6 +90,14 @@ std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& row
 /// The proposer's noise note: "Differences below zσ = X are noise (σ = S, ...)."
 std::string noise_note(double z, const NoiseEstimate& noise);
 
+/// What the next proposal is told of an experiment that ended with
+/// final_status (ProposalContext::last_failure): nothing of a discarded or an
+/// interrupted one; else failure_detail, or where that is empty the error and
+/// the log's tail, with what looks like a secret redacted (it goes to the LLM
+/// provider).
+std::optional<Failure> failure_to_tell(const std::string& final_status, const std::string& error,
+                                       const std::string& log_tail, const std::string& failure_detail);
+
 /// Asks proposer for ctx on a thread of its own and posts the result through
 /// box, to done on the loop. ctx.cancel is set to *cancel; *inside counts the
 /// threads inside propose() (a proposer that ignores the stop stays counted);

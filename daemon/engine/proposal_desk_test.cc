@@ -129,6 +129,19 @@ TEST(RecordAttempts, AfterThoseTheRowHasAndOnce) {
   EXPECT_EQ(attempts[2].prompt, "p3");
 }
 
+TEST(FailureToTell, TheFailureButNotADiscardOrAStop) {
+  EXPECT_FALSE(failure_to_tell(status::kDiscarded, "discarded: Δ = 0.01", "tail", ""));
+  EXPECT_FALSE(failure_to_tell(status::kInterrupted, "stopped", "tail", ""));
+  auto told = failure_to_tell(status::kCrash, "exit 1", "Traceback", "");
+  ASSERT_TRUE(told);
+  EXPECT_EQ(told->kind, status::kCrash);
+  EXPECT_EQ(told->detail, "exit 1\nTraceback");
+  told = failure_to_tell(status::kBuildFail, "build failed", "make: *** [all]", "train.cu:3: error: x");
+  EXPECT_EQ(told->detail, "train.cu:3: error: x");  // the compiler's errors alone
+  told = failure_to_tell(status::kCrash, "exit 1", "key sk-ant-api03-" + std::string(40, 'a'), "");
+  EXPECT_EQ(told->detail.find("sk-ant-api03-" + std::string(40, 'a')), std::string::npos);  // redacted
+}
+
 class StubProposer : public Proposer {
  public:
   std::string name() const override { return "stub"; }
