@@ -863,26 +863,18 @@ void Engine::end_run(Candidate& c, const RunEnd& end) {
 void Engine::measured(Candidate& c, const RunEnd& end) {
   const Summary& summary = *end.summary;
   const double v = end.value;
-  auto value_of = [&](const char* key) -> std::optional<double> {
-    auto f = summary.values.find(key);
-    if (f == summary.values.end()) return std::nullopt;
-    return f->second;
-  };
-  store_.end_trial(c.trial, "ok", value_of("training_seconds"), v, summary.to_json());
-  std::optional<long> steps;
-  if (auto n = value_of("num_steps")) steps = static_cast<long>(*n);
-  std::optional<double> tokens;
-  if (auto t = value_of("total_tokens_M")) tokens = *t * 1e6;
-  store_.set_trial_steps(c.trial, steps, tokens);
+  const TrialFigures figures = trial_figures(summary);
+  store_.end_trial(c.trial, "ok", figures.training_seconds, v, summary.to_json());
+  store_.set_trial_steps(c.trial, figures.steps, figures.tokens);
   c.trial = 0;
   // The GPU is free for the next candidate while this one is decided.
   workers_[c.worker].candidate = 0;
   c.worker = -1;
-  if (c.id < 0) return end_repeat(c, "ok", steps);
-  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary.to_json()});
+  if (c.id < 0) return end_repeat(c, "ok", figures.steps);
+  store_.set_metrics(c.id, {v, figures.peak_vram_mb, figures.training_seconds, summary.to_json()});
   if (c.in_round) {
     c.in_round = false;
-    rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), steps);
+    rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), figures.steps);
   }
   decide(c, v);
   maybe_end_round();
