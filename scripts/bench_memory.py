@@ -109,6 +109,7 @@ base_url = "http://127.0.0.1:{o.port}/v1"
 api_key_env = ""
 retries = 0
 max_edit_attempts = 1
+max_calls_per_hour = 100000
 ''')
 
 

@@ -135,4 +135,18 @@ std::optional<std::string> tampered_reason(const std::string& fail_line) {
   return fail_line.substr(kPrefix.size());
 }
 
+TrialFigures trial_figures(const Summary& summary) {
+  auto value_of = [&](const char* key) -> std::optional<double> {
+    auto f = summary.values.find(key);
+    if (f == summary.values.end()) return std::nullopt;
+    return f->second;
+  };
+  TrialFigures out;
+  out.training_seconds = value_of("training_seconds");
+  out.peak_vram_mb = value_of("peak_vram_mb");
+  if (auto n = value_of("num_steps")) out.steps = static_cast<long>(*n);
+  if (auto t = value_of("total_tokens_M")) out.tokens = *t * 1e6;
+  return out;
+}
+
 }  // namespace ard

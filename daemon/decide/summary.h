@@ -17,6 +17,16 @@ struct Summary {
   std::string to_json() const;           ///< {"key": value, ...}; NaN and inf as strings
 };
 
+/// What a measured run's trial and experiment record of its summary; each is
+/// nullopt where its key is absent.
+struct TrialFigures {
+  std::optional<double> training_seconds;
+  std::optional<double> peak_vram_mb;
+  std::optional<long> steps;     ///< num_steps
+  std::optional<double> tokens;  ///< total_tokens_M × 10⁶
+};
+TrialFigures trial_figures(const Summary& summary);
+
 /// A key's documented range: low < v < high (or <= where inclusive), and a
 /// whole number where whole. Keys without one take any finite number.
 ///   val_bpb (0, 20); training_seconds, total_seconds [0, 1e7]; peak_vram_mb

@@ -89,5 +89,16 @@ TEST(Summary, FindsTheFailLine) {
   EXPECT_EQ(tampered_reason("FAIL: loss is NaN at step 12"), std::nullopt);
 }
 
+TEST(Summary, TrialFiguresFromItsKeys) {
+  Summary s;
+  s.values = {{"val_bpb", 0.98}, {"training_seconds", 300.5}, {"num_steps", 1200}, {"total_tokens_M", 2.5}};
+  const TrialFigures f = trial_figures(s);
+  EXPECT_EQ(f.training_seconds, 300.5);
+  EXPECT_EQ(f.steps, 1200);
+  EXPECT_EQ(f.tokens, 2.5e6);
+  EXPECT_FALSE(f.peak_vram_mb);
+  EXPECT_FALSE(trial_figures(Summary{}).steps);
+}
+
 }  // namespace
 }  // namespace ard

@@ -13,10 +13,6 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <cmath>
-#include <fstream>
-#include <limits>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -29,12 +25,12 @@
 #include "daemon/engine/judge.h"
 #include "daemon/engine/resume.h"
 #include "daemon/engine/local_executor.h"
+#include "daemon/engine/repeat_plan.h"
+#include "daemon/engine/run_plan.h"
 #include "daemon/engine/slurm_run_executor.h"
 #include "daemon/exec/process_groups.h"
-#include "daemon/exec/sandbox.h"
 #include "daemon/fatal_error.h"
 #include "daemon/program_file.h"
-#include "daemon/secret_scan.h"
 #include "daemon/slurm/slurm_client.h"
 #include "daemon/slurm/slurm_recovery.h"
 #include "daemon/store/evaluated_reconcile.h"
@@ -53,65 +49,9 @@ constexpr double kStoreCheckS = 2;
 /// How often one experiment runs again after a fault of the machine before the fault is its own.
 constexpr int kMaxFaultReruns = 2;
 
-/// A proposal's description as the store and the log keep it: its first line,
-/// trimmed, at most 200 characters, "(no description)" when empty.
-std::string description_line(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  size_t a = line.find_first_not_of(" \t\r");
-  size_t b = line.find_last_not_of(" \t\r");
-  line = a == std::string::npos ? "" : line.substr(a, b - a + 1);
-  if (line.size() > 200) line = line.substr(0, 197) + "...";
-  return line.empty() ? "(no description)" : line;
-}
-
 std::chrono::steady_clock::duration seconds(double s) { return steady_seconds(s); }
 
 }  // namespace
-
-std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
-                       const std::string& worktree, double budget_scale) {
-  char scale[32];
-  std::snprintf(scale, sizeof scale, "%.4f", budget_scale);
-  const std::pair<std::string, std::string> vars[] = {{"{data_dir}", data_dir},
-                                                      {"{budget}", format_number(budget_s)},
-                                                      {"{worktree}", worktree},
-                                                      {"{budget_scale}", scale}};
-  std::string out = command;
-  for (const auto& [key, value] : vars) {
-    for (size_t pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos + value.size()))
-      out.replace(pos, key.size(), value);
-  }
-  return out;
-}
-
-double ask_again_after(double retry_wait_s, double retry_at, double now) {
-  if (!std::isfinite(retry_at) || retry_at <= now + retry_wait_s) return retry_wait_s;
-  return std::min(retry_at - now, std::max(retry_wait_s, kMaxAskWaitS));
-}
-
-void LoopCallSink::record(const llm::CallRecord& call) {
-  asio::post(io_, [store = &store_, call] { store->record(call); });
-}
-
-void LoopCallSink::call_started(const llm::CallRecord& call) {
-  asio::post(io_, [store = &store_, call] { store->call_started(call); });
-}
-
-void LoopCallSink::learn_limit(const std::string& provider, long tokens, const std::string& reason) {
-  asio::post(io_, [store = &store_, provider, tokens, reason] { store->learn_limit(provider, tokens, reason); });
-}
-
-/// The engine closes it when it is destroyed, so a thread that outlives the
-/// engine (a proposer that ignored the stop) posts nothing.
-struct Engine::Mailbox {
-  std::mutex mutex;
-  asio::io_context* io = nullptr;
-  template <typename F>
-  void post(F&& f) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (io) asio::post(*io, std::forward<F>(f));
-  }
-};
 
 struct Engine::ProposalDone {
   int64_t id = 0;
@@ -135,7 +75,7 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
       stop_deadline_(io),
       fault_timer_(io),
       store_check_timer_(io),
-      mailbox_(std::make_shared<Mailbox>()),
+      mailbox_(std::make_shared<Mailbox>(io)),
       breaker_(BreakerConfig{}, now_seconds),
       fault_pause_(config.retry_wait_s),
       cancel_(std::make_shared<std::atomic<bool>>(false)),
@@ -143,23 +83,12 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
       executor_(executor ? std::move(executor) : std::make_unique<LocalExecutor>(io)) {
   if (gpus.empty()) gpus.push_back("");
   for (auto& g : gpus) workers_.push_back({std::move(g), 0});
-  mailbox_->io = &io_;
   std::vector<std::string> ids;
   for (const auto& w : workers_) ids.push_back(w.gpu);
   rounds_ = std::make_unique<NoiseRounds>(ids, calibrates_boards(config_));
 }
 
-bool calibrates_boards(const Config& config) {
-  if (!config.noise.calibrate || config.executor != ExecutorKind::kLocal) return false;
-  for (const auto& stage : config.stages)
-    if (stage.command.find("{budget_scale}") != std::string::npos) return true;
-  return false;
-}
-
-Engine::~Engine() {
-  std::lock_guard<std::mutex> lock(mailbox_->mutex);
-  mailbox_->io = nullptr;
-}
+Engine::~Engine() { mailbox_->close(); }
 
 int Engine::run() {
   state_.create();
@@ -542,9 +471,13 @@ void Engine::pause_proposals(const std::string& reason, double until) {
     store_.set_session_paused(session_, reason);
     if (!reason.empty()) log_(reason);
   }
-  if (reason.empty() || proposals_blocked_) return;
+  if (!reason.empty()) block_proposals(std::max(0.0, until - now_seconds()));
+}
+
+void Engine::block_proposals(double wait_s) {
+  if (proposals_blocked_) return;
   proposals_blocked_ = true;
-  retry_timer_.expires_after(seconds(std::max(0.0, until - now_seconds())));
+  retry_timer_.expires_after(seconds(wait_s));
   retry_timer_.async_wait([this](const boost::system::error_code& err) {
     if (err) return;
     proposals_blocked_ = false;
@@ -693,7 +626,7 @@ void Engine::request_proposal(const std::string& program) {
   ctx.experiment_id = id;
   ctx.program_md = program;
   ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
-  ctx.history = history();
+  ctx.history = proposal_history(store_.experiments(config_.tag));
   for (const auto& [other, c] : candidates_)
     if (other > 0 && !c.baseline && !c.commit.empty()) {
       HistoryEntry h;
@@ -704,30 +637,16 @@ void Engine::request_proposal(const std::string& program) {
       ctx.in_flight.push_back(std::move(h));
     }
   ctx.best_val_bpb = best_val_;
-  if (auto noise = decision_noise(store_.trials(config_.tag))) {
-    std::ostringstream note;
-    note << "Differences below " << config_.noise.z << "σ = " << config_.noise.z * noise->sigma
-         << " are noise (σ = " << noise->sigma
-         << (noise->from_prior ? ", the configured prior" : ", from repeated runs of the same commit") << ").";
-    ctx.noise_note = note.str();
-  }
+  if (auto noise = decision_noise(store_.trials(config_.tag))) ctx.noise_note = noise_note(config_.noise.z, *noise);
   ctx.last_failure = last_failure_;
   ++proposals_running_;
-  auto box = mailbox_;
   auto done = std::make_shared<ProposalDone>();
   done->id = id;
   done->fix = std::move(fix);
-  std::thread([this, box, done, ctx = std::move(ctx), cancel = cancel_, inside = threads_inside_]() mutable {
-    ++*inside;
-    ctx.cancel = cancel.get();
-    try {
-      done->result = proposer_.propose(ctx);
-    } catch (const std::exception& e) {
-      done->result.error = ProposalError{ProposalError::Kind::kFatal, std::string("proposer failed: ") + e.what(), {}};
-    }
-    --*inside;
-    box->post([this, done] { on_proposal(done); });
-  }).detach();
+  propose_on_thread(proposer_, std::move(ctx), cancel_, threads_inside_, mailbox_, [this, done](ProposalResult r) {
+    done->result = std::move(r);
+    on_proposal(done);
+  });
 }
 
 void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
@@ -735,68 +654,35 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
   --proposals_running_;
   const int64_t id = done->id;
   if (Candidate* asked = find(id)) asked->asking = false;
+  record_attempts(store_, id, done->result);
   const ProposalResult& result = done->result;
-  const auto& attempts = result.ok() ? result.proposal->attempts : result.error->attempts;
-  int n = static_cast<int>(store_.attempts(id).size());
-  for (const auto& a : attempts) store_.add_attempt(id, ++n, a);
-  // Recorded: a proposal handled again after a fault adds them no second time.
-  (result.ok() ? done->result.proposal->attempts : done->result.error->attempts).clear();
   Candidate* c = find(id);
   if (!c) return;
   if (stopping_) return schedule_pump();
 
   if (!result.ok()) {
     const ProposalError& e = *result.error;
-    switch (e.kind) {
-      case ProposalError::Kind::kExhausted:
-      case ProposalError::Kind::kUnavailable:
-      case ProposalError::Kind::kPaused: {  // a cap: asking again costs no call until it lifts
-        std::string msg = std::string(e.kind == ProposalError::Kind::kExhausted ? "nothing to propose"
-                                      : e.kind == ProposalError::Kind::kPaused  ? "paused"
-                                                                                : "proposer unavailable") +
-                          ": " + e.message;
-        const double wait = ask_again_after(config_.retry_wait_s, e.retry_at, now_seconds());
-        if (e.kind == ProposalError::Kind::kPaused) {
-          // When the cap lifts, not when the next look at it is.
-          msg += std::isinf(e.retry_at) ? std::string(" (lifts when the config changes)")
-                 : e.retry_at > 0       ? " (lifts at " + format_time(e.retry_at).substr(11, 8) + ")"
-                                        : std::string();
-          if (paused_ != msg) {
-            paused_ = msg;
-            store_.set_session_paused(session_, msg);
-          }
-        }
-        if (msg != last_wait_message_)
-          log_(msg + (wait > config_.retry_wait_s ? "; asking again at " + format_time(now_seconds() + wait).substr(11, 8)
-                                                  : "; asking again every " + format_number(config_.retry_wait_s) + " s"));
-        last_wait_message_ = msg;
-        if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
-        else idle_rows_.push_back(id);
-        if (done->fix && !drop_empty_row(id, "while the proposer waits (its fix is asked again later)"))
-          store_.finish(id, status::kProposerError, e.message, "");
-        erase(id);
-        if (!proposals_blocked_) {
-          proposals_blocked_ = true;
-          retry_timer_.expires_after(seconds(wait));
-          retry_timer_.async_wait([this](const boost::system::error_code& err) {
-            if (err) return;
-            proposals_blocked_ = false;
-            schedule_pump();
-          });
-        }
-        return schedule_pump();
+    if (auto wait = proposer_wait(e, config_.retry_wait_s, now_seconds())) {
+      if (wait->pauses && paused_ != wait->message) {
+        paused_ = wait->message;
+        store_.set_session_paused(session_, paused_);
       }
-      case ProposalError::Kind::kFatal:
+      if (wait->message != last_wait_message_) log_(wait->log_line);
+      last_wait_message_ = wait->message;
+      if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
+      else idle_rows_.push_back(id);
+      if (done->fix && !drop_empty_row(id, "while the proposer waits (its fix is asked again later)"))
         store_.finish(id, status::kProposerError, e.message, "");
-        erase(id);
-        return fatal("proposer: " + e.message);
-      case ProposalError::Kind::kBadEdit:
-        store_.finish(id, status::kProposerError, e.message, "");
-        last_failure_ = Failure{status::kProposerError, e.message};
-        log_("#" + std::to_string(id) + " proposer_error: " + e.message);
-        erase(id);
-        return schedule_pump();
+      erase(id);
+      block_proposals(wait->wait_s);
+      return schedule_pump();
     }
+    store_.finish(id, status::kProposerError, e.message, "");
+    erase(id);
+    if (e.kind == ProposalError::Kind::kFatal) return fatal("proposer: " + e.message);
+    last_failure_ = Failure{status::kProposerError, e.message};  // a bad edit
+    log_("#" + std::to_string(id) + " proposer_error: " + e.message);
+    return schedule_pump();
   }
   last_wait_message_.clear();
   if (!paused_.empty()) pause_proposals("", 0);
@@ -804,30 +690,17 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
   const Proposal& p = *result.proposal;
   c->description = description_line(p.description);
   store_.set_proposal(id, c->description);
-  std::string rejected = p.writes.empty() ? "the proposal writes no file" : "";
-  for (const auto& w : p.writes)
-    if (rejected.empty()) rejected = editable_.check_write(w.path);
-  if (!rejected.empty()) return fail(*c, status::kPatchRejected, rejected, "");
-
-  std::vector<FileWrite> writes;
-  if (done->fix)
-    for (const auto& f : done->fix->files) writes.push_back({f.path, f.content});
-  writes.insert(writes.end(), p.writes.begin(), p.writes.end());
-  std::string commit;
-  try {
-    commit = repo_->commit_writes(c->parent, writes, c->description, exp_ref(id));
-  } catch (const GitError& e) {
-    // A full disk under the repo's object store is the machine's fault, not the edit's.
-    if (auto fault = probe_write(config_.repo / ".git" / "objects")) {
-      held_proposals_.push_back(done);
-      c->asking = true;  // its proposal waits in held_proposals_
-      log_("#" + std::to_string(id) + " cannot be committed now; it is committed once the fault clears");
-      return environment_fault(*fault);
-    }
-    // A path that cannot be a file (an existing directory, say) is a bad edit, not a reason to stop.
-    return fail(*c, status::kPatchRejected, std::string("the edit cannot be applied: ") + e.what(), "");
+  const ProposalCommit made =
+      commit_proposal(*repo_, editable_, c->parent, done->fix ? done->fix->files : std::vector<EditableFile>{}, p.writes,
+                      c->description, exp_ref(id), config_.repo / ".git" / "objects");
+  if (made.fault) {
+    held_proposals_.push_back(done);
+    c->asking = true;  // its proposal waits in held_proposals_
+    log_("#" + std::to_string(id) + " cannot be committed now; it is committed once the fault clears");
+    return environment_fault(*made.fault);
   }
-  if (commit.empty()) return fail(*c, status::kPatchRejected, "the edit changes nothing", "");
+  if (!made.rejected.empty()) return fail(*c, status::kPatchRejected, made.rejected, "");
+  const std::string& commit = made.commit;
   const std::string diff = repo_->diff(c->parent, commit);
   store_.set_commit(id, commit, diff);
   c->commit = commit;
@@ -875,7 +748,7 @@ void Engine::start_builds() {
     if (builds_running_ >= config_.max_builds) return;
     Candidate* c = find(id);
     if (!c || c->phase != Phase::kCommitted) continue;
-    int slot = free_slot();
+    int slot = free_slot(slots_);
     if (slot < 0) return;
     start_build(*c, slot);
   }
@@ -901,16 +774,15 @@ void Engine::start_build(Candidate& c, int slot) {
   c.slot = slot;
   c.build_listing.reset();
   slots_[slot].holder = c.id;
-  if (std::string e = reset_slot(slot, c.commit, slots_[slot].discard_build); !e.empty()) {
-    if (auto fault = slot_fault(slot)) return rerun(c, *fault);
+  if (std::string e = reset_slot(slot, c.commit); !e.empty()) {
+    if (auto fault = slot_fault(slots_[slot], config_.repo)) return rerun(c, *fault);
     return fatal("cannot check out a candidate: " + e);
   }
   if (slurm_ && config_.slurm.build == SlurmBuild::kJob) return built_in_job(c);
   Run run = run_of(c);
   run.purpose = "build";
   run.env = env_;
-  run.build = RunStep{"build", config_.build_command, sandbox_wrapper(slot, true, config_.build_command),
-                      config_.build_timeout_s, config_.build_timeout_s, log_path(c, "build")};
+  run.build = build_step(config_, sandbox_wrapper(slot, true, config_.build_command), log_path(c, "build"));
   start_run(c, run, *executor_);
   // After start: a store write that failed in its first step leaves c committed in its slot (recover).
   c.phase = Phase::kBuilding;
@@ -935,9 +807,7 @@ void Engine::start_trainings() {
     next->run_gpu = workers_[w].gpu;
     workers_[w].candidate = next->id;
     if (next->id > 0) store_.set_gpu(next->id, workers_[w].gpu);
-    const std::string run_purpose = !next->purpose.empty() ? next->purpose
-                                    : next->reapplies      ? purpose::kReapplied
-                                                           : purpose::kCandidate;
+    const std::string run_purpose = trial_purpose(next->purpose, next->reapplies);
     next->trial = store_.begin_trial(next->id > 0 ? next->id : next->row, config_.tag, workers_[w].gpu, run_purpose,
                                      next->commit, rounds_->scale(workers_[w].gpu), rounds_->calibration());
     start_stages(*next);
@@ -950,26 +820,19 @@ void Engine::start_stages(Candidate& c) {
   Run run = run_of(c);
   run.trial = c.trial;
   run.gpu = gpu;
-  run.purpose = !c.purpose.empty() ? c.purpose : c.reapplies ? purpose::kReapplied : purpose::kCandidate;
-  run.env = child_env(gpu);
+  run.purpose = trial_purpose(c.purpose, c.reapplies);
+  run.env = child_env(env_, gpu);
   if (slurm_) {  // one job, one log; the scheduler's node confines it, not the sandbox
     run.env.clear();  // the job's environment is the Slurm client's (slurm_env)
     run.name = "ard-" + config_.tag + "-" + std::to_string(c.id) + "-t" + std::to_string(c.trial);
     run.title = "experiment " + std::to_string(c.id) + ", trial " + std::to_string(c.trial) + ", commit " + c.commit;
-    const auto log = log_path(c, "job");
-    if (config_.slurm.build == SlurmBuild::kJob)  // built on the node, first; its time is not the stages'
-      run.stages.push_back(RunStep{"build", config_.build_command, {}, config_.build_timeout_s, 0, log});
-    for (const auto& s : config_.stages)
-      run.stages.push_back(RunStep{s.name, substitute(s.command, data_dir_, config_.budget_s, run.worktree.string()), {},
-                                   s.timeout_s, s.expected_s, log});
+    run.stages = job_steps(config_, data_dir_, run.worktree.string(), log_path(c, "job"));
     return start_run(c, run, *slurm_);
   }
-  for (const auto& s : config_.stages) {
-    const std::string command =
-        substitute(s.command, data_dir_, config_.budget_s, slots_[c.slot].path.string(), rounds_->scale(gpu));
-    run.stages.push_back(
-        RunStep{s.name, command, sandbox_wrapper(c.slot, false, command), s.timeout_s, s.expected_s, log_path(c, s.name)});
-  }
+  run.stages = local_stages(
+      config_, data_dir_, slots_[c.slot].path.string(), rounds_->scale(gpu),
+      [&](const std::string& command) { return sandbox_wrapper(c.slot, false, command); },
+      [&](const std::string& name) { return log_path(c, name); });
   start_run(c, run, *executor_);
 }
 
@@ -1044,7 +907,7 @@ void Engine::on_run_end(int64_t id, bool build, const RunEnd& end) {
   if (!build || end.kind != RunEnd::Kind::kOk) return end_run(*c, end);
   // Listed as the stages will see it: a build that made no build directory gets its empty one
   // now, not from the stage's sandbox, which would count as a change.
-  c->build_listing = stat_listing(build_output(c->slot));
+  c->build_listing = stat_listing(build_output(slots_[c->slot], config_.build_dir));
   c->phase = Phase::kBuilt;
   store_.set_state(id, ExperimentState::kBuilt);
   schedule_pump();
@@ -1070,26 +933,18 @@ void Engine::end_run(Candidate& c, const RunEnd& end) {
 void Engine::measured(Candidate& c, const RunEnd& end) {
   const Summary& summary = *end.summary;
   const double v = end.value;
-  auto value_of = [&](const char* key) -> std::optional<double> {
-    auto f = summary.values.find(key);
-    if (f == summary.values.end()) return std::nullopt;
-    return f->second;
-  };
-  store_.end_trial(c.trial, "ok", value_of("training_seconds"), v, summary.to_json());
-  std::optional<long> steps;
-  if (auto n = value_of("num_steps")) steps = static_cast<long>(*n);
-  std::optional<double> tokens;
-  if (auto t = value_of("total_tokens_M")) tokens = *t * 1e6;
-  store_.set_trial_steps(c.trial, steps, tokens);
+  const TrialFigures figures = trial_figures(summary);
+  store_.end_trial(c.trial, "ok", figures.training_seconds, v, summary.to_json());
+  store_.set_trial_steps(c.trial, figures.steps, figures.tokens);
   c.trial = 0;
   // The GPU is free for the next candidate while this one is decided.
   workers_[c.worker].candidate = 0;
   c.worker = -1;
-  if (c.id < 0) return end_repeat(c, "ok", steps);
-  store_.set_metrics(c.id, {v, value_of("peak_vram_mb"), value_of("training_seconds"), summary.to_json()});
+  if (c.id < 0) return end_repeat(c, "ok", figures.steps);
+  store_.set_metrics(c.id, {v, figures.peak_vram_mb, figures.training_seconds, summary.to_json()});
   if (c.in_round) {
     c.in_round = false;
-    rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), steps);
+    rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), figures.steps);
   }
   decide(c, v);
   maybe_end_round();
@@ -1258,27 +1113,11 @@ void Engine::maybe_start_round() {
 
 void Engine::maybe_end_round() {
   if (!rounds_->complete()) return;
-  const double now = now_seconds();
-  const std::string problem = rounds_->finish(now);
-  if (!problem.empty()) log_("warning: " + problem);
-  const std::vector<TrialRow> trials = store_.trials(config_.tag);
-  const auto measured = measured_noise(trials, rounds_->noise_from());
-  NoiseRow row;
-  row.created_at = now;
-  if (measured) row.sigma = measured->sigma, row.df = measured->df;
-  row.calibration = rounds_->calibration();
-  row.scales = format_scales(rounds_->scales());
-  row.reason = rounds_->reason() + (problem.empty() ? "" : "; " + problem);
-  store_.add_noise_estimate(config_.tag, row);
-  if (rounds_->recalibrated()) {
-    log_("boards calibrated (calibration " + std::to_string(rounds_->calibration()) + "): budget scales " + row.scales);
-    return start_round(true, "recalibrated");  // the best is measured under the new scales before anything else
-  }
-  if (rounds_->wants_settle_round(measured))
-    return start_round(true, "σ rests on df " + std::to_string(measured ? measured->df : 0) + ": another round");
-  log_("noise round done: " + (measured ? "σ = " + format_number(measured->sigma) + " (df " + std::to_string(measured->df) + ")"
-                                        : std::string("σ not yet known")) +
-       (rounds_->calibrates() ? ", budget scales " + row.scales : ""));
+  const RoundEnd end = end_round(*rounds_, store_.trials(config_.tag), now_seconds());
+  if (!end.warning.empty()) log_("warning: " + end.warning);
+  store_.add_noise_estimate(config_.tag, end.row);
+  if (!end.log_line.empty()) log_(end.log_line);
+  if (!end.next_round.empty()) return start_round(true, end.next_round);
   since_round_ = 0;
   decide_deferred();
   top_up_incumbent();
@@ -1292,11 +1131,7 @@ void Engine::top_up_incumbent() {
     if (id < 0 && c.commit == best_commit_) used.push_back(c.pin_gpu);  // on its way
   std::vector<std::string> gpus;
   for (const auto& w : workers_) gpus.push_back(w.gpu);
-  for (int k = incumbent_reruns_wanted(static_cast<int>(used.size())); k > 0; --k) {
-    const std::string gpu = confirmation_gpu(gpus, used);
-    used.push_back(gpu);
-    add_repeat(purpose::kIncumbent, gpu, false);
-  }
+  for (const auto& gpu : incumbent_rerun_gpus(gpus, used)) add_repeat(purpose::kIncumbent, gpu, false);
 }
 
 void Engine::end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps) {
@@ -1348,10 +1183,7 @@ void Engine::fail(Candidate& c, const std::string& final_status, const std::stri
   else if (final_status != status::kInterrupted && final_status != status::kConflict &&
            final_status != status::kDuplicate)
     breaker_.record_failure(final_status, error);
-  if (final_status != status::kDiscarded && final_status != status::kInterrupted)
-    // The next prompt carries it to the LLM provider: what a child printed is scanned for secrets first.
-    last_failure_ =
-        Failure{final_status, redact_secrets(failure_detail.empty() ? error + "\n" + log_tail : failure_detail)};
+  if (auto told = failure_to_tell(final_status, error, log_tail, failure_detail)) last_failure_ = std::move(told);
   // A failed baseline stops the daemon: its fatal line below says all of this, so it is logged once.
   const bool fatal_baseline = baseline && final_status != status::kInterrupted;
   if (!fatal_baseline) log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
@@ -1376,8 +1208,8 @@ void Engine::release(Candidate& c) {
     slots_[slot].holder = 0;
     // Nothing a child left outlives it. A slot that cannot be made clean on a full disk is reset
     // again before its next use; otherwise the daemon stops rather than run in it.
-    if (std::string e = reset_slot(slot, best_commit_, slots_[slot].discard_build); !e.empty()) {
-      if (slot_fault(slot)) log_("warning: cannot reset a worktree to the best yet: " + e);
+    if (std::string e = reset_slot(slot, best_commit_); !e.empty()) {
+      if (slot_fault(slots_[slot], config_.repo)) log_("warning: cannot reset a worktree to the best yet: " + e);
       else fatal("cannot reset a worktree to the best: " + e);
     }
   }
@@ -1385,32 +1217,9 @@ void Engine::release(Candidate& c) {
 
 // ---------------------------------------------------------------- helpers
 
-std::filesystem::path Engine::build_output(int slot) const {
-  const std::filesystem::path out = slots_[slot].path / config_.build_dir;
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(out, ec))) std::filesystem::create_directory(out, ec);
-  return out;
-}
-
 std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build, const std::string& command) const {
-  if (config_.sandbox.mode != SandboxMode::kBwrap) return {};
-  SandboxSpec box;
-  box.worktree = slots_[slot].path;
-  box.scratch = state_.root / "scratch" / std::to_string(slot);
-  std::filesystem::create_directories(box.scratch);
-  // Both are tmpfs mounts of the sandbox: capped, empty at every start, gone when the child ends.
-  box.tmp_bytes = static_cast<uint64_t>(config_.sandbox.tmp_mb) << 20;
-  box.scratch_bytes = static_cast<uint64_t>(config_.sandbox.scratch_mb) << 20;
-  for (const auto& p : config_.sandbox.read_only) box.system_read_only.push_back(p);
-  if (!build) {
-    // The build is the only writer of its output: a stage runs what was built, and cannot leave
-    // a binary for the next experiment. The tamper check before the stage saw a real directory.
-    box.read_only.push_back(build_output(slot));
-  }
-  if (!data_dir_.empty()) box.read_only.push_back(data_dir_);
-  box.devices = nvidia_devices();
-  box.network = config_.sandbox.network;
-  return ard::sandbox_wrapper(box, command);
+  return slot_sandbox(slots_[slot], config_.sandbox, state_.root / "scratch" / std::to_string(slot), config_.build_dir,
+                      build, data_dir_, command);
 }
 
 void Engine::record_group(int64_t id, pid_t pgid) {
@@ -1425,12 +1234,7 @@ void Engine::record_group(int64_t id, pid_t pgid) {
 }
 
 std::string Engine::tamper_check(const Candidate& c) {
-  std::vector<std::string> bad;
-  const Slot& slot = slots_[c.slot];
-  for (const auto& p : slot.repo->differences(c.commit, SlotKeep{{config_.build_dir}})) bad.push_back(p);
-  if (c.build_listing && stat_listing(slot.path / config_.build_dir) != *c.build_listing)
-    bad.push_back(config_.build_dir + " (changed after the build)");
-  if (slot.repo->head() != c.commit) bad.push_back("HEAD (moved to " + short_commit(slot.repo->head()) + ")");
+  std::vector<std::string> bad = slot_differences(slots_[c.slot], c.commit, config_.build_dir, c.build_listing);
   if (repo_->ref_target(branch_ref_) != best_commit_) bad.push_back("autoresearch/" + config_.tag + " (moved)");
   const int64_t row = c.id > 0 ? c.id : c.row;
   if (repo_->ref_target(exp_ref(row)) != c.commit) bad.push_back(exp_ref(row) + " (moved)");
@@ -1453,41 +1257,8 @@ void Engine::restore_refs(const Candidate& c) {
   }
 }
 
-std::optional<EnvironmentFault> Engine::slot_fault(int index) {
-  if (auto fault = probe_write(slots_[index].path)) return fault;
-  return probe_write(std::filesystem::path(config_.repo) / ".git");
-}
-
-std::string Engine::reset_slot(int index, const std::string& commit, bool discard_build) {
-  Slot& slot = slots_[index];
-  const SlotKeep keep = discard_build ? SlotKeep{} : SlotKeep{{config_.build_dir}};
-  if (slot.repo) {  // none: its re-creation failed before (a full disk); it is tried again
-    try {
-      slot.repo->checkout_detached(commit, keep);
-      slot.discard_build = false;
-      return "";
-    } catch (const GitError& e) {
-      // Files equal to the commit: git's own metadata (HEAD, the index) could not be written, a
-      // fault of the machine (a full disk under .git) that deleting the slot would not mend.
-      std::vector<std::string> left;
-      try {
-        left = slot.repo->differences(commit, keep);
-      } catch (const std::exception&) {
-        left = {"."};
-      }
-      if (left.empty()) return e.what();
-      log_(std::string("slot ") + slot.path.filename().string() + " cannot be made clean (" + e.what() +
-           "): deleted and created again");
-    }
-  }
-  try {
-    slot.repo.reset();
-    slot.repo = repo_->recreate_worktree(slot.path.filename().string(), slot.path, commit);
-    slot.discard_build = false;
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+std::string Engine::reset_slot(int slot, const std::string& commit) {
+  return ard::reset_slot(slots_[slot], *repo_, commit, config_.build_dir, log_);
 }
 
 std::string Engine::record_program(const std::string& content) {
@@ -1496,46 +1267,12 @@ std::string Engine::record_program(const std::string& content) {
   return hash;
 }
 
-std::vector<HistoryEntry> Engine::history() {
-  std::vector<HistoryEntry> out;
-  for (const auto& r : store_.experiments(config_.tag)) {
-    if (!is_final_state(r.state)) continue;
-    HistoryEntry h;
-    h.id = r.id;
-    h.commit = short_commit(r.commit);
-    h.description = display_description(r);  // a proposer error says so, never ""
-    h.val_bpb = r.val_bpb;
-    h.status = r.state;
-    h.baseline = r.is_baseline;
-    out.push_back(std::move(h));
-  }
-  return out;
-}
-
-std::vector<std::string> Engine::child_env(const std::string& gpu) const {
-  if (gpu.empty()) return env_;
-  std::vector<std::string> env;
-  for (const auto& e : env_)
-    if (e.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) env.push_back(e);
-  env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
-  return env;
-}
-
 std::filesystem::path Engine::log_path(const Candidate& c, const std::string& name) const {
-  std::string run = c.reapplies ? "-r" + std::to_string(c.reapplies) : "";
-  if (c.confirmations) run += "-c" + std::to_string(c.confirmations);
-  if (c.id < 0) run += "-" + c.purpose + std::to_string(-c.id);
-  return state_.logs() / (std::to_string(c.id > 0 ? c.id : c.row) + run + "-" + name + ".log");
+  return state_.logs() / log_file_name(c.id, c.row, c.reapplies, c.confirmations, c.purpose, name);
 }
 
 std::string Engine::exp_ref(int64_t id) const {
   return "refs/autoresearch/" + config_.tag + "/exp/" + std::to_string(id);
-}
-
-int Engine::free_slot() const {
-  for (size_t i = 0; i < slots_.size(); ++i)
-    if (!slots_[i].holder) return static_cast<int>(i);
-  return -1;
 }
 
 size_t Engine::count(Phase phase) const {

@@ -20,6 +20,11 @@
 // wait) is the judge's ruling (judge.h), a pure function of the evidence the
 // engine reads from its state and the store; the engine applies it.
 //
+// The engine schedules; what it schedules with are values from its neighbours:
+// proposals (proposal_desk.h: the proposer's thread, its errors as waits, a
+// proposal committed or rejected), worktree slots (slots.h), a run's steps
+// (run_plan.h) and the repeat runs of the best (repeat_plan.h).
+//
 // A candidate's phases (Candidate::phase; a candidate that ends, kept or
 // failed, is erased at once, its worker and slot freed):
 //
@@ -67,7 +72,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,9 +81,11 @@
 #include "daemon/decide/duplicates.h"
 #include "daemon/decide/noise_rounds.h"
 #include "daemon/engine/executor.h"
+#include "daemon/engine/proposal_desk.h"
 #include "daemon/engine/resume.h"
 #include "daemon/engine/run.h"
 #include "daemon/engine/run_end.h"
+#include "daemon/engine/slots.h"
 #include "daemon/exec/fault_pause.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
@@ -91,45 +97,6 @@
 namespace ard {
 
 class SlurmClient;
-
-/// Whether the engine calibrates its boards (noise_rounds.h): `noise.calibrate`,
-/// a stage that passes {budget_scale} on, and the local executor. A Slurm
-/// worker is a job slot whose jobs land on any node, so a scale per worker
-/// would calibrate nothing; there every run gets scale 1.
-bool calibrates_boards(const Config& config);
-
-/// Replaces {data_dir}, {budget}, {worktree} and {budget_scale} (the board
-/// calibration, noise_rounds.h) in a stage command.
-std::string substitute(const std::string& command, const std::string& data_dir, double budget_s,
-                       const std::string& worktree, double budget_scale = 1);
-
-/// The longest wait before asking a proposer again that the proposer asked
-/// for (a provider's Retry-After, a call cap's lifting): one hour.
-constexpr double kMaxAskWaitS = 3600;
-
-/// Seconds before asking an unavailable or paused proposer again at `now`:
-/// retry_wait_s, or until retry_at (Unix seconds) when that is later, at most
-/// kMaxAskWaitS (or retry_wait_s, when that is longer). An infinite retry_at
-/// (a cost cap, which lifts only when the config changes) waits retry_wait_s.
-double ask_again_after(double retry_wait_s, double retry_at, double now);
-
-/// The LLM client's call records, written by the loop: a proposal thread
-/// posts each record to the io_context instead of touching the store.
-class LoopCallSink : public llm::CallSink {
- public:
-  LoopCallSink(boost::asio::io_context& io, Store& store) : io_(io), store_(store) {}
-  void record(const llm::CallRecord& call) override;
-  void call_started(const llm::CallRecord& call) override;
-  /// Read once, when the proposer is built, before the loop runs.
-  llm::Spend spend(const std::string& tag) override { return store_.spend(tag); }
-  /// Read once, when the proposer is built, before the loop runs.
-  std::optional<long> learnt_limit(const std::string& provider) override { return store_.learnt_limit(provider); }
-  void learn_limit(const std::string& provider, long tokens, const std::string& reason) override;
-
- private:
-  boost::asio::io_context& io_;
-  Store& store_;
-};
 
 class Engine {
  public:
@@ -191,12 +158,7 @@ class Engine {
     std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
     int64_t candidate = 0;
   };
-  struct Slot {
-    std::filesystem::path path;
-    std::unique_ptr<GitRepo> repo;
-    int64_t holder = 0;
-    bool discard_build = false;  ///< a tampered experiment ran here: its build directory goes at the next reset
-  };
+  using Slot = WorktreeSlot;  ///< slots.h
   struct Fix {  ///< a build failure the next proposal is asked to fix
     int64_t of = 0;
     int round = 0;
@@ -204,8 +166,6 @@ class Engine {
   };
   /// What a proposal thread hands back to the loop.
   struct ProposalDone;
-  /// Where proposal and data threads post their results (engine.cc).
-  struct Mailbox;
 
   // Start and stop.
   void reconcile();
@@ -232,6 +192,8 @@ class Engine {
   /// when: why, e.g. "at stop".
   bool drop_empty_row(int64_t id, const std::string& when);
   void pause_proposals(const std::string& reason, double until);
+  /// No proposal is asked for the next wait_s seconds (unless a wait is under way already).
+  void block_proposals(double wait_s);
 
   // The machine's faults (fault_pause.h): nothing starts while one is in force.
   /// Pauses everything; status shows the fault, a timer retries.
@@ -312,31 +274,20 @@ class Engine {
   std::optional<NoiseEstimate> decision_noise(const std::vector<TrialRow>& trials) const;
 
   // Helpers.
-  /// The bubblewrap command line that confines a child of this slot (the slot
-  /// and its scratch writable, the data read-only, the build directory
-  /// writable for the build alone), ending in `--`; empty with
-  /// `sandbox.mode = "off"`.
-  /// The slot's build directory (build.dir), created empty where the build made none.
-  std::filesystem::path build_output(int slot) const;
+  /// The sandbox of a child of slot (slot_sandbox).
   std::vector<std::string> sandbox_wrapper(int slot, bool build, const std::string& command) const;
   /// Records a child's group (and its leader's start time) before it runs.
   void record_group(int64_t id, pid_t pgid);
+  /// What in c's slot (slot_differences) and of its refs differs from what c runs; "" when nothing.
   std::string tamper_check(const Candidate& c);
-  /// Makes slot equal to commit (GitRepo::checkout_detached, the build
-  /// directory kept unless discard_build); where that fails, deletes the slot
-  /// and creates it again. Returns "" or why even that failed.
-  std::string reset_slot(int slot, const std::string& commit, bool discard_build = false);
+  /// reset_slot (slots.h) of slot to commit. Returns "" or why it failed.
+  std::string reset_slot(int slot, const std::string& commit);
   /// Points the branch back at the best and c's ref back at its commit, where a child moved them.
   void restore_refs(const Candidate& c);
-  /// A fault of the machine where a slot's reset writes: the slot's disk or the repo's .git.
-  std::optional<EnvironmentFault> slot_fault(int slot);
   /// Stores a program.md version; returns its hash.
   std::string record_program(const std::string& content);
-  std::vector<HistoryEntry> history();
-  std::vector<std::string> child_env(const std::string& gpu) const;
   std::filesystem::path log_path(const Candidate& c, const std::string& name) const;
   std::string exp_ref(int64_t id) const;
-  int free_slot() const;
   size_t count(Phase phase) const;
   Candidate* find(int64_t id);
   void erase(int64_t id);

@@ -1,0 +1,65 @@
+// Tests of the repeat runs' plan: where the incumbent's re-runs go, and what
+// a finished noise round says.
+#include "daemon/engine/repeat_plan.h"
+
+#include <gmock/gmock.h>
+
+#include "daemon/decide/keep_rule.h"
+#include "daemon/decide/run_evidence.h"
+
+namespace ard {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(IncumbentRerunGpus, TheBoardsItRanOnLeastUntilItHasItsRuns) {
+  ASSERT_EQ(kMinIncumbentRuns, 3);
+  EXPECT_THAT(incumbent_rerun_gpus({"0", "1"}, {"0"}), ElementsAre("1", "0"));
+  EXPECT_THAT(incumbent_rerun_gpus({"0", "1", "2"}, {"1"}), ElementsAre("0", "2"));
+  EXPECT_THAT(incumbent_rerun_gpus({""}, {""}), ElementsAre("", ""));  // one worker: the same board
+  EXPECT_TRUE(incumbent_rerun_gpus({"0", "1"}, {"0", "1", "0"}).empty());
+}
+
+TrialRow noise_run(const std::string& gpu, double value) {
+  TrialRow t;
+  t.gpu = gpu;
+  t.purpose = purpose::kNoise;
+  t.commit = "best";
+  t.status = "ok";
+  t.val_bpb = value;
+  return t;
+}
+
+void run_round(NoiseRounds& rounds, bool hold) {
+  rounds.begin(hold, "start");
+  rounds.run_done("0", 1, 100);
+  rounds.run_done("1", 1, 100);
+  ASSERT_TRUE(rounds.complete());
+}
+
+TEST(EndRound, ARoundThatHeldNothingIsDone) {
+  NoiseRounds rounds({"0", "1"}, false);
+  run_round(rounds, false);
+  const RoundEnd end = end_round(rounds, {noise_run("0", 1.0), noise_run("1", 1.2)}, 1000);
+  EXPECT_EQ(end.next_round, "");
+  EXPECT_EQ(end.warning, "");
+  EXPECT_EQ(end.log_line, "noise round done: σ = 0.141421 (df 1)");
+  EXPECT_DOUBLE_EQ(end.row.created_at, 1000);
+  ASSERT_TRUE(end.row.sigma);
+  EXPECT_NEAR(*end.row.sigma, 0.141421, 1e-6);
+  EXPECT_EQ(end.row.df, 1);
+  EXPECT_EQ(end.row.reason, "start");
+  EXPECT_FALSE(rounds.active());
+}
+
+TEST(EndRound, ARoundThatHeldCandidatesOnTooFewDfIsFollowedByAnother) {
+  NoiseRounds rounds({"0", "1"}, false);
+  run_round(rounds, true);
+  const RoundEnd end = end_round(rounds, {}, 1000);
+  EXPECT_EQ(end.next_round, "σ rests on df 0: another round");
+  EXPECT_EQ(end.log_line, "");
+  EXPECT_FALSE(end.row.sigma);
+}
+
+}  // namespace
+}  // namespace ard
