@@ -165,6 +165,25 @@ std::string history_table(const std::vector<ard::HistoryEntry>& history, long bu
   return out;
 }
 
+std::string in_flight_list(const std::vector<ard::HistoryEntry>& in_flight, long budget_tokens) {
+  if (in_flight.empty()) return "";
+  const std::string head = "\nProposed and not measured yet (built, training or waiting for a decision; "
+                           "do not propose these again):\n";
+  std::string out = head;
+  long used = estimate_tokens(head);
+  size_t shown = 0;
+  for (const auto& e : in_flight) {
+    const std::string line = "- experiment " + std::to_string(e.id) + " (" + e.status + "): " + e.description + "\n";
+    if (used + estimate_tokens(line) > budget_tokens) break;
+    used += estimate_tokens(line);
+    out += line;
+    ++shown;
+  }
+  if (shown == 0) return "";
+  if (shown < in_flight.size()) out += "(" + std::to_string(in_flight.size() - shown) + " more not shown)\n";
+  return out;
+}
+
 Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long limit) {
   if (limit <= 0 || limit > config.context_tokens) limit = config.context_tokens;
   Prompt p;
@@ -281,7 +300,10 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
 
   // 5. history, 6. failure: within their allowances and what is left.
   long left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
-  u += "\n# Past experiments\n\n" + history_table(c.history, std::max(0L, std::min(plan.history, left - 60)));
+  // The experiments in flight share the history's allowance, a quarter of it at most.
+  const long history_budget = std::max(0L, std::min(plan.history, left - 60));
+  const std::string flying = in_flight_list(c.in_flight, history_budget / 4);
+  u += "\n# Past experiments\n\n" + history_table(c.history, history_budget - estimate_tokens(flying)) + flying;
   if (!c.noise_note.empty()) u += c.noise_note + "\n";
   left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
   if (c.last_failure) {

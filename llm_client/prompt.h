@@ -40,6 +40,11 @@ long estimate_tokens(const std::string& text);
 /// that fit in budget_tokens, oldest of them first.
 std::string history_table(const std::vector<ard::HistoryEntry>& history, long budget_tokens);
 
+/// The experiments proposed and not measured yet (other workers may be
+/// training them), oldest first, as many as fit in budget_tokens; "" when none.
+/// The model is asked not to propose them again.
+std::string in_flight_list(const std::vector<ard::HistoryEntry>& in_flight, long budget_tokens);
+
 struct Prompt {
   Conversation conversation;         ///< system and the first user message (its cache_prefix set)
   std::vector<std::string> whole;    ///< files given in full

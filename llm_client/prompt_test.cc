@@ -47,6 +47,29 @@ TEST(Prompt, HoldsProgramFilesHistoryAndInstructions) {
   EXPECT_GT(u.find("| 2 | 1.100000"), cut);
 }
 
+// What other workers have in flight is listed after the history, so the model
+// does not propose it again; it shares the history's allowance.
+TEST(Prompt, ExperimentsInFlightFollowTheHistoryWithinItsAllowance) {
+  ard::ProposalContext c;
+  c.experiment_id = 9;
+  c.history = {entry(1, 1.0, "kept", "baseline")};
+  c.in_flight = {entry(7, std::nullopt, "running", "rotary base 50000"), entry(8, std::nullopt, "committed", "wider mlp")};
+  LlmConfig cfg;
+  cfg.history_tokens = 1000;
+  const std::string u = build_prompt(c, cfg).conversation.messages[0].content;
+  const size_t list = u.find("Proposed and not measured yet");
+  ASSERT_NE(list, std::string::npos);
+  EXPECT_GT(list, u.find("| 1 | 1.000000 | kept | baseline |"));
+  EXPECT_NE(u.find("- experiment 7 (running): rotary base 50000\n- experiment 8 (committed): wider mlp\n"),
+            std::string::npos);
+  EXPECT_EQ(in_flight_list(c.in_flight, 0), "");
+  EXPECT_EQ(in_flight_list({}, 1000), "");
+  // Room for the heading and one line (+2: each piece is rounded up on its own).
+  const std::string one = in_flight_list(c.in_flight, estimate_tokens(in_flight_list({c.in_flight[0]}, 1000)) + 2);
+  EXPECT_NE(one.find("experiment 7"), std::string::npos);
+  EXPECT_NE(one.find("(1 more not shown)"), std::string::npos);
+}
+
 TEST(Prompt, LastFailureIsExact) {
   ard::ProposalContext c;
   c.last_failure = ard::Failure{"build_fail", "train.cu:3:5: error: 'x' was not declared in this scope"};
