@@ -298,6 +298,10 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   p.conversation.messages.push_back({"user", "", 0});
   const size_t stable = u.size();
 
+  // A researcher's idea comes first: this proposal is asked to try it.
+  if (!c.idea.empty())
+    u += "\n# The researcher's idea to try now\n\n" + c.idea +
+         "\n\nPut this idea into practice in this experiment; the DESCRIPTION says how.\n";
   // 5. history, 6. failure: within their allowances and what is left.
   long left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
   // The experiments in flight share the history's allowance, a quarter of it at most.

@@ -70,6 +70,24 @@ TEST(Prompt, ExperimentsInFlightFollowTheHistoryWithinItsAllowance) {
   EXPECT_NE(one.find("(1 more not shown)"), std::string::npos);
 }
 
+// A queued idea is its own section, before the history, after the stable prefix.
+TEST(Prompt, AResearchersIdeaComesBeforeTheHistory) {
+  ard::ProposalContext c;
+  c.experiment_id = 5;
+  c.history = {entry(1, 1.0, "kept", "baseline")};
+  c.idea = "Try rotary embeddings with base 50000.";
+  LlmConfig cfg;
+  cfg.history_tokens = 1000;
+  const Conversation conv = build_prompt(c, cfg).conversation;
+  const std::string& u = conv.messages[0].content;
+  const size_t idea = u.find("# The researcher's idea to try now\n\nTry rotary embeddings with base 50000.\n");
+  ASSERT_NE(idea, std::string::npos);
+  EXPECT_LT(idea, u.find("# Past experiments"));
+  EXPECT_GE(idea, conv.messages[0].cache_prefix);
+  c.idea.clear();
+  EXPECT_EQ(build_prompt(c, cfg).conversation.messages[0].content.find("idea to try"), std::string::npos);
+}
+
 TEST(Prompt, LastFailureIsExact) {
   ard::ProposalContext c;
   c.last_failure = ard::Failure{"build_fail", "train.cu:3:5: error: 'x' was not declared in this scope"};

@@ -46,6 +46,10 @@ struct ProposalContext {
   /// waiting for a decision, or taken up again after a restart), oldest
   /// first; status is their state. A proposal should not repeat them.
   std::vector<HistoryEntry> in_flight;
+  /// A researcher's idea (`autoresearchd idea`) this proposal is asked to put
+  /// into practice; "" when none is queued. Proposers that cannot read it
+  /// (scripted, offline) ignore it.
+  std::string idea;
   std::optional<double> best_val_bpb;
   /// The noise floor, when known: "differences below 2σ = X are noise" (the
   /// keep rule's z·σ), handed to the proposer with the history.

@@ -335,7 +335,8 @@ int cmd_status(const Options& o) {
   }
   Store store(state.db().string());
   // A daemon starting on its tag may not have recorded it yet: only then is an unknown tag no error.
-  if (!(pid && o.tag.empty()))
+  // Nor is a tag that has only the ideas queued for its first start.
+  if (!(pid && o.tag.empty()) && store.ideas(config.tag).empty())
     if (auto unknown = unknown_tag(store, config.tag)) throw FatalError(*unknown);
   std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z});
   return 0;
@@ -349,6 +350,26 @@ int cmd_show(const Options& o, int64_t id) {
   auto text = render_show(store, id, state.logs());
   if (!text) throw FatalError("no experiment #" + std::to_string(id));
   std::cout << *text;
+  return 0;
+}
+
+/// The longest idea `idea` takes: a paragraph, not a document (it goes into every prompt until tried).
+constexpr size_t kMaxIdeaBytes = 2000;
+
+int cmd_idea(const Options& o, const std::string& text) {
+  Config config = resolve(o);
+  const size_t first = text.find_first_not_of(" \t\r\n"), last = text.find_last_not_of(" \t\r\n");
+  const std::string idea = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  if (idea.empty()) throw FatalError("an idea needs its text, e.g. autoresearchd idea \"try rotary embeddings\"");
+  if (idea.size() > kMaxIdeaBytes)
+    throw FatalError("the idea is " + std::to_string(idea.size()) + " bytes; at most " + std::to_string(kMaxIdeaBytes) +
+                     " (a paragraph: it goes into the prompt as it is)");
+  StateDir state(config.repo);
+  state.create();
+  Store store(state.db().string());
+  const int64_t id = store.add_idea(config.tag, idea, "cli");
+  std::cout << "idea " << id << " queued for tag " << config.tag
+            << ": the next proposal is asked to try it (`autoresearchd status` shows what became of it)\n";
   return 0;
 }
 
@@ -467,6 +488,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* show = app.add_subcommand("show", "one experiment in full");
   common(show, false);
   show->add_option("ID", show_id, "experiment id")->required()->check(CLI::PositiveNumber);
+  std::string idea_text;
+  CLI::App* idea = app.add_subcommand("idea", "queue an idea: the next proposal is asked to try it");
+  common(idea, true);
+  idea->add_option("TEXT", idea_text, "the idea, in a sentence or a paragraph")->required();
   CLI::App* exp = app.add_subcommand("export", "the history in results.tsv format");
   common(exp, true);
   // TSV is the only format: --tsv is accepted, not required.
@@ -529,6 +554,7 @@ int run_cli(int argc, char** argv) {
     if (*status) return cmd_status(o);
     if (*show) return cmd_show(o, show_id);
     if (*exp) return cmd_export(o);
+    if (*idea) return cmd_idea(o, idea_text);
     if (*prepare) return cmd_prepare(o);
     if (*serve) return cmd_serve(o, serve_bind, serve_port);
     if (*plot) return cmd_plot(o, plot_out, plot_by_time);

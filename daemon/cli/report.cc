@@ -243,6 +243,14 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
        << format_time(l.learnt_at).substr(0, 16) << " (" << l.reason << ")\n";
   if (daemon_pid && session && !session->paused.empty()) os << session->paused << "\n";
 
+  const std::vector<IdeaRow> ideas = store.ideas(tag);
+  if (!ideas.empty()) {
+    os << "ideas (autoresearchd idea):\n";
+    for (const auto& idea : ideas)
+      os << "  " << idea.id << "  " << format_time(idea.created_at).substr(0, 16) << "  " << idea_outcome(idea) << "  "
+         << clean(idea.text) << "\n";
+  }
+
   std::vector<const ExperimentRow*> in_flight;
   for (const auto& r : rows)
     if (!is_final_state(r.state)) in_flight.push_back(&r);
@@ -252,7 +260,8 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   }
   if (!daemon_pid) {
     for (const ExperimentRow* r : in_flight)
-      os << "now: #" << r->id << " was " << r->state << " when the daemon died; the next start marks it interrupted\n";
+      os << "now: #" << r->id << " was " << r->state << " when the daemon died; the next start marks it interrupted"
+         << (r->commit.empty() || r->is_baseline ? "" : " and runs it again from its commit") << "\n";
     return os.str();
   }
   auto stage_line = [&](const ExperimentRow& r) {
@@ -330,6 +339,9 @@ std::optional<std::string> render_show(Store& store, int64_t id, const std::file
   if (!r->reapplied_from.empty())
     os << "re-applied:   its change was made on an older best as " << r->reapplied_from
        << "; commit is that change on the parent below\n";
+  if (r->idea_id)
+    for (const auto& idea : store.ideas(r->tag))
+      if (idea.id == *r->idea_id) os << "idea:         " << idea.id << ", asked to try: " << clean(idea.text) << "\n";
   if (r->resumes > 0)
     os << "resumed:      " << r->resumes << (r->resumes == 1 ? " time" : " times")
        << " after a stop or restart interrupted it (its finished runs kept)\n";

@@ -627,6 +627,7 @@ void Engine::request_proposal(const std::string& program) {
   ctx.program_md = program;
   ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
   ctx.history = proposal_history(store_.experiments(config_.tag));
+  if (!fix) ctx.idea = idea_for(id);
   for (const auto& [other, c] : candidates_)
     if (other > 0 && !c.baseline && !c.commit.empty()) {
       HistoryEntry h;
@@ -711,6 +712,21 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
   log_("#" + std::to_string(id) + " " + short_commit(commit) + " " + c->description +
        (done->fix ? " (fix " + std::to_string(done->fix->round) + " of #" + std::to_string(done->fix->of) + ")" : ""));
   schedule_pump();
+}
+
+std::string Engine::idea_for(int64_t id) {
+  const auto row = store_.experiment(id);
+  const std::vector<IdeaRow> ideas = store_.ideas(config_.tag);
+  for (const auto& idea : ideas)  // a row asked again keeps its idea
+    if (row && row->idea_id == idea.id) return idea.text;
+  for (const auto& idea : ideas)
+    if (idea_open(idea)) {
+      store_.set_experiment_idea(id, idea.id);
+      log_("#" + std::to_string(id) + " is asked to try idea " + std::to_string(idea.id) + ": " +
+           flatten_to_one_line(idea.text));
+      return idea.text;
+    }
+  return "";
 }
 
 std::optional<DuplicateOf> Engine::duplicate_of(const Candidate& c, const std::string& diff) {

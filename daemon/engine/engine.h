@@ -220,6 +220,9 @@ class Engine {
   /// One proposal with program, the content request_proposals read (recorded and sent as is).
   void request_proposal(const std::string& program);
   void on_proposal(const std::shared_ptr<ProposalDone>& done);
+  /// The researcher's idea proposal `id` is asked to try: the one its row is linked to
+  /// already, else the oldest open one (linked now), else "".
+  std::string idea_for(int64_t id);
   /// The earlier change of the tag, finished or in flight, that c's (its diff) repeats (duplicates.h).
   std::optional<DuplicateOf> duplicate_of(const Candidate& c, const std::string& diff);
   void start_builds();

@@ -520,5 +520,41 @@ TEST_F(EngineUnit, AChangeThatRepeatsOneInFlightIsADuplicateAndNeverBuilt) {
   EXPECT_NE(daemon_log.find("#" + std::to_string(again->id) + " duplicate: repeats #"), std::string::npos) << daemon_log;
 }
 
+// ---------------------------------------------------------------- ideas
+
+// An idea queued before the start goes to the first proposal, whose row
+// links to it; the next proposal gets none (the idea is tried).
+TEST_F(EngineUnit, AQueuedIdeaGoesToTheNextProposalAndItsRowLinksToIt) {
+  write_setup(kThreeEdits);
+  int64_t idea = 0;
+  {
+    StateDir state(repo);
+    state.create();
+    Store store(state.db().string());
+    idea = store.add_idea("unit", "try a wider a-slot", "cli");
+  }
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (is_best_run(run)) return best_run_end();
+        return measured_end(1.2);
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        int committed = 0;
+        for (const auto& r : rows) committed += !r.is_baseline && !r.commit.empty();
+        return committed >= 2;
+      });
+  std::vector<const ExperimentRow*> candidates;
+  for (const auto& r : experiments)
+    if (!r.is_baseline && !r.commit.empty()) candidates.push_back(&r);
+  ASSERT_GE(candidates.size(), 2u) << daemon_log;
+  EXPECT_EQ(candidates[0]->idea_id, idea);
+  EXPECT_FALSE(candidates[1]->idea_id);
+  EXPECT_NE(daemon_log.find("#" + std::to_string(candidates[0]->id) + " is asked to try idea " + std::to_string(idea) +
+                            ": try a wider a-slot"),
+            std::string::npos)
+      << daemon_log;
+}
+
 }  // namespace
 }  // namespace ard

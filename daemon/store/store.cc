@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kExperimentColumns =
     "id, tag, is_baseline, parent_commit, commit_hash, description, program_hash, proposer, fix_of, "
     "state, stage, stage_started_at, stage_deadline, stage_expected, pgid, val_bpb, peak_vram_mb, "
-    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start, resumes";
+    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start, resumes, idea_id";
 
 ExperimentRow read_experiment(const Statement& s) {
   ExperimentRow r;
@@ -46,6 +46,7 @@ ExperimentRow read_experiment(const Statement& s) {
   r.reapplied_from = s.text(25);
   r.pgid_start = s.opt_integer(26);
   r.resumes = static_cast<int>(s.integer(27));
+  r.idea_id = s.opt_integer(28);
   return r;
 }
 
@@ -344,6 +345,47 @@ void Store::finish(int64_t id, const std::string& final_status, const std::strin
          "ended_at=MAX(started_at, ?) WHERE id=?")
       .bind(1, final_status).bind(2, error).bind(3, log_tail).bind(4, ended_at.value_or(now_seconds())).bind(5, id)
       .run();
+}
+
+int64_t Store::add_idea(const std::string& tag, const std::string& text, const std::string& source) {
+  db_.prepare("INSERT INTO ideas(tag, text, source, created_at) VALUES(?,?,?,?)")
+      .bind(1, tag).bind(2, text).bind(3, source).bind(4, now_seconds()).run();
+  return db_.last_insert_id();
+}
+
+std::vector<IdeaRow> Store::ideas(const std::string& tag) {
+  std::vector<IdeaRow> out;
+  auto s = db_.prepare("SELECT id, tag, text, source, created_at FROM ideas WHERE tag=? ORDER BY id");
+  s.bind(1, tag);
+  while (s.step()) out.push_back({s.integer(0), s.text(1), s.text(2), s.text(3), s.real(4), {}});
+  for (auto& idea : out) {
+    auto e = db_.prepare("SELECT id, state, commit_hash FROM experiments WHERE idea_id=? ORDER BY id");
+    e.bind(1, idea.id);
+    while (e.step()) idea.experiments.push_back({e.integer(0), e.text(1), !e.text(2).empty()});
+  }
+  return out;
+}
+
+void Store::set_experiment_idea(int64_t experiment, int64_t idea) {
+  db_.prepare("UPDATE experiments SET idea_id=? WHERE id=?").bind(1, idea).bind(2, experiment).run();
+}
+
+bool idea_open(const IdeaRow& idea) {
+  if (idea.experiments.size() >= static_cast<size_t>(kIdeaAttempts)) return false;
+  for (const auto& e : idea.experiments)
+    if (e.committed || !is_final_state(e.state)) return false;
+  return true;
+}
+
+std::string idea_outcome(const IdeaRow& idea) {
+  std::string made;  // its experiments that made a change, or the one in flight
+  for (const auto& e : idea.experiments)
+    if (e.committed || !is_final_state(e.state))
+      made += (made.empty() ? "" : ", ") + ("#" + std::to_string(e.id) + " " + e.state);
+  if (!made.empty()) return made;
+  if (idea.experiments.empty()) return "waiting for the next proposal";
+  const std::string tries = std::to_string(idea.experiments.size()) + " proposal(s) made no change of it";
+  return idea_open(idea) ? "asked again (" + tries + ")" : "given up: " + tries;
 }
 
 void Store::resume(int64_t id) {

@@ -61,7 +61,34 @@ struct ExperimentRow {
   std::string gpu;             ///< the GPU it trains or trained on; empty before one is assigned
   std::string reapplied_from;  ///< its own commit, when commit is that change re-applied onto a newer best
   int resumes = 0;             ///< times it was run again after a stop or restart interrupted it (resume.h)
+  std::optional<int64_t> idea_id;  ///< the researcher's idea it was asked to try (ideas)
 };
+
+/// A researcher's idea (`autoresearchd idea`) and the experiments asked to try it.
+struct IdeaRow {
+  struct Experiment {
+    int64_t id = 0;
+    std::string state;
+    bool committed = false;  ///< it made a change (has a commit)
+  };
+  int64_t id = 0;
+  std::string tag;
+  std::string text;
+  std::string source;  ///< cli or dashboard
+  double created_at = 0;
+  std::vector<Experiment> experiments;  ///< oldest first
+};
+
+/// Proposals asked to try one idea before it is given up, when none made a change.
+constexpr int kIdeaAttempts = 3;
+
+/// An idea the next proposal is asked to try: none of its experiments made a
+/// change or is in flight, and fewer than kIdeaAttempts were asked.
+bool idea_open(const IdeaRow& idea);
+
+/// What became of an idea, for status: "#14 discarded", "#15 running",
+/// "waiting for the next proposal", "given up: 3 proposal(s) made no change of it".
+std::string idea_outcome(const IdeaRow& idea);
 
 /// The description status and the model's history show: the row's own, or
 /// for a row that never got one (a proposer error) "(proposer error: <the
@@ -251,6 +278,12 @@ class Store : public llm::CallSink {
   /// tail; ended at ended_at (never before it started), or now.
   void finish(int64_t id, const std::string& final_status, const std::string& error,
               const std::string& log_tail, std::optional<double> ended_at = std::nullopt);
+  /// Queues a researcher's idea for tag; returns its id.
+  int64_t add_idea(const std::string& tag, const std::string& text, const std::string& source);
+  /// Tag's ideas, oldest first, each with its experiments.
+  std::vector<IdeaRow> ideas(const std::string& tag);
+  /// Links an experiment to the idea it is asked to try.
+  void set_experiment_idea(int64_t experiment, int64_t idea);
   /// An interrupted experiment is taken up again (resume.h): back to
   /// `committed`, its error, end and stage cleared, `resumes` counted up. Its
   /// commit, diff, decision line and trials stay.

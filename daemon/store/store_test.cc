@@ -76,6 +76,53 @@ TEST(Store, ExperimentMovesThroughItsStates) {
   EXPECT_FALSE(store.best("other"));
 }
 
+// An idea is open until one of its experiments makes a change; one in
+// flight holds it; three that made none give it up. Resumed rows keep their count.
+TEST(Store, IdeasStayOpenUntilAnExperimentMakesAChange) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  const int64_t idea = store.add_idea("t", "try rotary embeddings", "cli");
+  EXPECT_TRUE(store.ideas("other").empty());
+  auto ideas = store.ideas("t");
+  ASSERT_EQ(ideas.size(), 1u);
+  EXPECT_EQ(ideas[0].text, "try rotary embeddings");
+  EXPECT_EQ(ideas[0].source, "cli");
+  EXPECT_TRUE(idea_open(ideas[0]));
+  EXPECT_EQ(idea_outcome(ideas[0]), "waiting for the next proposal");
+
+  // A proposal that made no change (a proposer error): asked again.
+  int64_t e1 = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  store.set_experiment_idea(e1, idea);
+  EXPECT_EQ(store.experiment(e1)->idea_id, idea);
+  EXPECT_FALSE(idea_open(store.ideas("t")[0]));  // in flight
+  EXPECT_EQ(idea_outcome(store.ideas("t")[0]), "#" + std::to_string(e1) + " proposing");
+  store.finish(e1, status::kProposerError, "no edit block", "");
+  EXPECT_TRUE(idea_open(store.ideas("t")[0]));
+  EXPECT_EQ(idea_outcome(store.ideas("t")[0]), "asked again (1 proposal(s) made no change of it)");
+
+  // One that committed: the idea is tried, whatever became of the experiment.
+  int64_t e2 = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+  store.set_experiment_idea(e2, idea);
+  store.set_commit(e2, "2222", "diff");
+  store.finish(e2, status::kDiscarded, "", "");
+  EXPECT_FALSE(idea_open(store.ideas("t")[0]));
+  EXPECT_EQ(idea_outcome(store.ideas("t")[0]), "#" + std::to_string(e2) + " discarded");
+
+  // Three proposals without a change give a second idea up.
+  const int64_t hard = store.add_idea("t", "something no model can write", "cli");
+  for (int i = 0; i < kIdeaAttempts; ++i) {
+    int64_t e = store.create_experiment("t", false, kBase, "", "llm", std::nullopt);
+    store.set_experiment_idea(e, hard);
+    store.finish(e, status::kPatchRejected, "the edit changes nothing", "");
+  }
+  ideas = store.ideas("t");
+  ASSERT_EQ(ideas.size(), 2u);
+  EXPECT_EQ(ideas[1].id, hard);
+  EXPECT_FALSE(idea_open(ideas[1]));
+  EXPECT_EQ(idea_outcome(ideas[1]), "given up: 3 proposal(s) made no change of it");
+}
+
 TEST(Store, KeepsAttemptsAndLlmCalls) {
   testing::TempDir dir;
   Store store((dir / "results.db").string());

@@ -913,5 +913,31 @@ TEST_F(DaemonE2E, StartInsideTheStateDirectoryRefusesAndNamesTheRepo) {
   EXPECT_THAT(r.out, HasSubstr("no daemon is running on " + repo.string() + "\n"));
 }
 
+// `idea` queues a researcher's idea; the daemon's next proposal is linked to it,
+// and status says what became of it. A blank or a page-long idea is refused.
+TEST_F(DaemonE2E, AnIdeaIsQueuedTriedByTheNextProposalAndShownInStatus) {
+  write_config(10, testing::kOneRunDecides);
+  write_script(nlohmann::json::array({edit("rotary", "val_bpb 0.9\n")}));
+  auto queued = daemon("idea 'try rotary embeddings, base 50000'");
+  ASSERT_EQ(queued.code, 0) << queued.out;
+  EXPECT_THAT(queued.out, HasSubstr("idea 1 queued for tag e2e: the next proposal is asked to try it"));
+  EXPECT_THAT(daemon("status").out, HasSubstr("waiting for the next proposal  try rotary embeddings, base 50000"));
+  auto blank = daemon("idea '  '");
+  EXPECT_EQ(blank.code, 1);
+  EXPECT_THAT(blank.out, HasSubstr("autoresearchd: error: an idea needs its text"));
+  auto long_one = daemon("idea " + std::string(2001, 'x'));
+  EXPECT_EQ(long_one.code, 1);
+  EXPECT_THAT(long_one.out, HasSubstr("the idea is 2001 bytes; at most 2000"));
+
+  auto rows = run_until_finished(2);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[1].idea_id, 1);
+  const std::string status = daemon("status").out;
+  EXPECT_THAT(status, HasSubstr("ideas (autoresearchd idea):"));
+  EXPECT_THAT(status, HasSubstr("#" + std::to_string(rows[1].id) + " " + rows[1].state + "  try rotary embeddings"));
+  EXPECT_THAT(daemon("show " + std::to_string(rows[1].id)).out,
+              HasSubstr("idea:         1, asked to try: try rotary embeddings, base 50000"));
+}
+
 }  // namespace
 }  // namespace ard
