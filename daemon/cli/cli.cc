@@ -353,17 +353,9 @@ int cmd_show(const Options& o, int64_t id) {
   return 0;
 }
 
-/// The longest idea `idea` takes: a paragraph, not a document (it goes into every prompt until tried).
-constexpr size_t kMaxIdeaBytes = 2000;
-
 int cmd_idea(const Options& o, const std::string& text) {
   Config config = resolve(o);
-  const size_t first = text.find_first_not_of(" \t\r\n"), last = text.find_last_not_of(" \t\r\n");
-  const std::string idea = first == std::string::npos ? "" : text.substr(first, last - first + 1);
-  if (idea.empty()) throw FatalError("an idea needs its text, e.g. autoresearchd idea \"try rotary embeddings\"");
-  if (idea.size() > kMaxIdeaBytes)
-    throw FatalError("the idea is " + std::to_string(idea.size()) + " bytes; at most " + std::to_string(kMaxIdeaBytes) +
-                     " (a paragraph: it goes into the prompt as it is)");
+  const std::string idea = checked_idea_text(text);
   StateDir state(config.repo);
   state.create();
   Store store(state.db().string());

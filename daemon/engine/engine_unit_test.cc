@@ -128,6 +128,15 @@ script = "script.json"
   /// Runs of the best: 1.000 and 1.010 by turns, so σ is known and near 0.007.
   std::optional<RunEnd> best_run_end() { return measured_end(best_runs_++ % 2 ? 1.010 : 1.000); }
 
+  /// Builds pass, the best's runs as above, every candidate measured far worse (1.2).
+  FakeExecutor::Script every_candidate_worse() {
+    return [this](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+      if (run.build) return built_end();
+      if (is_best_run(run)) return best_run_end();
+      return measured_end(1.2);
+    };
+  }
+
   testing::TempDir dir;
   std::filesystem::path repo;
   Config config;
@@ -494,11 +503,7 @@ TEST_F(EngineUnit, AChangeThatRepeatsOneInFlightIsADuplicateAndNeverBuilt) {
   {"description": "edit a, again", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot\nlr   0.02  // the same"}]},
   {"description": "edit b", "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot\nlr 0.03"}]}])");
   run_engine(
-      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
-        if (run.build) return built_end();
-        if (is_best_run(run)) return best_run_end();
-        return measured_end(1.2);
-      },
+      every_candidate_worse(),
       [&](const std::vector<ExperimentRow>& rows) {
         int finished = 0;
         for (const auto& r : rows) finished += is_final_state(r.state) ? 1 : 0;
@@ -534,11 +539,7 @@ TEST_F(EngineUnit, AQueuedIdeaGoesToTheNextProposalAndItsRowLinksToIt) {
     idea = store.add_idea("unit", "try a wider a-slot", "cli");
   }
   run_engine(
-      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
-        if (run.build) return built_end();
-        if (is_best_run(run)) return best_run_end();
-        return measured_end(1.2);
-      },
+      every_candidate_worse(),
       [&](const std::vector<ExperimentRow>& rows) {
         int committed = 0;
         for (const auto& r : rows) committed += !r.is_baseline && !r.commit.empty();

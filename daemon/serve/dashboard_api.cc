@@ -83,6 +83,15 @@ json api_status(Store& store, const DashboardView& view, double now) {
   json lane_list = json::array();
   for (auto& [gpu, lane] : lanes) lane_list.push_back(std::move(lane));
 
+  json ideas = json::array();  // the researcher's ideas (autoresearchd idea), oldest first
+  for (const auto& idea : store.ideas(view.tag))
+    ideas.push_back({{"id", idea.id},
+                     {"text", idea.text},
+                     {"source", idea.source},
+                     {"created_at", idea.created_at},
+                     {"open", idea_open(idea)},
+                     {"outcome", idea_outcome(idea)}});
+
   // σ judged as the engine and `status` judge it (run_evidence.h).
   const auto last_round = store.last_noise_estimate(view.tag);
   const NoiseStatus noise = noise_status(store.trials(view.tag), last_round && last_round->calibration > 0 ? 1 : 0,
@@ -112,6 +121,7 @@ json api_status(Store& store, const DashboardView& view, double now) {
         {"output_tokens", f.llm.output_tokens},
         {"cost_usd", f.llm.cost_usd}}},
       {"lanes", lane_list},
+      {"ideas", ideas},
       {"noise",
        {{"sigma", noise.used ? json(noise.used->sigma) : json(nullptr)},
         {"df", noise.measured ? json(noise.measured->df) : json(nullptr)},

@@ -126,6 +126,22 @@ TEST_F(DashboardApiTest, ATrainingShareAboveOneIsClampedAndSaysSo) {
 }
 
 // Before the first experiment the lanes are empty; the status says what the data step runs.
+// The researcher's ideas of the tag, each with what became of it, as status shows them.
+TEST_F(DashboardApiTest, StatusListsTheTagsIdeasWithTheirOutcome) {
+  EXPECT_TRUE(api_status(store, view, 1200.0)["ideas"].empty());
+  const int64_t idea = store.add_idea("t", "try rotary embeddings", "dashboard");
+  store.add_idea("other", "not this tag's", "cli");
+  store.set_experiment_idea(hostile, idea);
+  json ideas = api_status(store, view, 1200.0)["ideas"];
+  ASSERT_EQ(ideas.size(), 1u);
+  EXPECT_EQ(ideas[0]["id"], idea);
+  EXPECT_EQ(ideas[0]["text"], "try rotary embeddings");
+  EXPECT_EQ(ideas[0]["source"], "dashboard");
+  EXPECT_EQ(ideas[0]["open"], idea_open(store.ideas("t")[0]));
+  EXPECT_EQ(ideas[0]["outcome"], idea_outcome(store.ideas("t")[0]));
+  EXPECT_NE(ideas[0]["outcome"], "waiting for the next proposal");
+}
+
 TEST_F(DashboardApiTest, TheDataStepIsInTheStatusWhileItRuns) {
   const double now = 5000;
   EXPECT_TRUE(api_status(store, view, now)["data_step"].is_null());  // no daemon

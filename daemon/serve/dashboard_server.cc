@@ -125,6 +125,19 @@ class RealActions : public DashboardActions {
     return hash;
   }
 
+  std::string add_idea(const std::string& text) override {
+    std::string idea;
+    try {
+      idea = checked_idea_text(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string("error: ") + e.what();
+    }
+    StateDir state(config_.repo);
+    state.create();
+    const int64_t id = Store(state.db().string()).add_idea(config_.tag, idea, "dashboard");
+    return "idea " + std::to_string(id) + " queued: the next proposal is asked to try it";
+  }
+
  private:
   Config config_;
 };
@@ -262,6 +275,7 @@ struct DashboardServer::State {
     std::string result;
     if (path == "/api/stop") result = actions->stop();
     else if (path == "/api/program") result = actions->save_program(req.body());
+    else if (path == "/api/ideas") result = actions->add_idea(req.body());
     else return error(req, http::status::not_found, "no such action");
     if (result.rfind("error: ", 0) == 0) return error(req, http::status::conflict, result.substr(7));
     return json_reply(req, http::status::ok, {{"result", result}});

@@ -32,6 +32,9 @@ class DashboardActions {
   /// Replaces program.md with content and stores it as a new version, as an
   /// edit on disk would be; returns its version hash, or "error: ..." .
   virtual std::string save_program(const std::string& content) = 0;
+  /// Queues a researcher's idea (Store::add_idea, source "dashboard") for the
+  /// served tag; returns "idea N queued", or "error: ..." (blank, too long).
+  virtual std::string add_idea(const std::string& text) = 0;
 };
 
 /// Stop by SIGTERM to the daemon holding the pid file; program.md written

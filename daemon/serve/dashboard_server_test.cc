@@ -42,6 +42,11 @@ class FakeActions : public DashboardActions {
     saved.push_back(content);
     return "hash-of-it";
   }
+  std::string add_idea(const std::string& text) override {
+    ideas.push_back(text);
+    return "idea 1 queued";
+  }
+  std::vector<std::string> ideas;
   int stops = 0;
   std::string stop_result = "asked the daemon (pid 1) to stop";
   std::vector<std::string> saved;
@@ -195,6 +200,9 @@ TEST_F(DashboardServerTest, ActionsNeedTheTokenTheSettingAndTheHeader) {
   Reply save = request(http::verb::post, "/api/program", auth, "# new program\n");
   EXPECT_EQ(save.status, 200);
   EXPECT_EQ(actions.saved, std::vector<std::string>{"# new program\n"});
+  Reply idea = request(http::verb::post, "/api/ideas", auth, "try rotary embeddings");
+  EXPECT_EQ(idea.status, 200);
+  EXPECT_EQ(actions.ideas, std::vector<std::string>{"try rotary embeddings"});
   actions.stop_result = "error: no daemon is running";
   Reply failed = request(http::verb::post, "/api/stop", auth);
   EXPECT_EQ(failed.status, 409);
@@ -229,6 +237,22 @@ TEST(DaemonActions, SaveProgramWritesTheFileAndStoresAVersion) {
   Store store((dir.path() / ".autoresearchd/results.db").string());
   EXPECT_EQ(store.program(hash), "# edited in the browser\n");
   EXPECT_THAT(actions->stop(), HasSubstr("error: no daemon is running"));
+}
+
+TEST(DaemonActions, AddIdeaQueuesItForTheTagOrSaysWhyNot) {
+  testing::TempDir dir;
+  Config config;
+  config.repo = dir.path();
+  config.tag = "t";
+  auto actions = make_daemon_actions(config);
+  EXPECT_EQ(actions->add_idea("  try rotary embeddings\n"), "idea 1 queued: the next proposal is asked to try it");
+  EXPECT_THAT(actions->add_idea(" "), HasSubstr("error: an idea needs its text"));
+  EXPECT_THAT(actions->add_idea(std::string(2001, 'x')), HasSubstr("error: the idea is 2001 bytes; at most 2000"));
+  Store store((dir.path() / ".autoresearchd/results.db").string());
+  const auto ideas = store.ideas("t");
+  ASSERT_EQ(ideas.size(), 1u);
+  EXPECT_EQ(ideas[0].text, "try rotary embeddings");
+  EXPECT_EQ(ideas[0].source, "dashboard");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 
 #include "daemon/schema_sql.h"  // generated from results.db.schema: kSchemaSql
 
@@ -368,6 +369,17 @@ std::vector<IdeaRow> Store::ideas(const std::string& tag) {
 
 void Store::set_experiment_idea(int64_t experiment, int64_t idea) {
   db_.prepare("UPDATE experiments SET idea_id=? WHERE id=?").bind(1, idea).bind(2, experiment).run();
+}
+
+std::string checked_idea_text(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\r\n"), last = text.find_last_not_of(" \t\r\n");
+  if (first == std::string::npos)
+    throw std::invalid_argument("an idea needs its text, e.g. autoresearchd idea \"try rotary embeddings\"");
+  std::string idea = text.substr(first, last - first + 1);
+  if (idea.size() > kMaxIdeaBytes)
+    throw std::invalid_argument("the idea is " + std::to_string(idea.size()) + " bytes; at most " +
+                                std::to_string(kMaxIdeaBytes) + " (a paragraph: it goes into the prompt as it is)");
+  return idea;
 }
 
 bool idea_open(const IdeaRow& idea) {

@@ -82,6 +82,14 @@ struct IdeaRow {
 /// Proposals asked to try one idea before it is given up, when none made a change.
 constexpr int kIdeaAttempts = 3;
 
+/// The longest idea taken: a paragraph, not a document (it goes into the prompt as it is).
+constexpr size_t kMaxIdeaBytes = 2000;
+
+/// An idea's text as it is stored, surrounding blanks trimmed. Throws
+/// std::invalid_argument with a one-line reason when it is blank or longer
+/// than kMaxIdeaBytes.
+std::string checked_idea_text(const std::string& text);
+
 /// An idea the next proposal is asked to try: none of its experiments made a
 /// change or is in flight, and fewer than kIdeaAttempts were asked.
 bool idea_open(const IdeaRow& idea);

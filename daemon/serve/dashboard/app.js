@@ -198,6 +198,15 @@ function renderChart() {
     canvas.dataset.legend = JSON.stringify(overview.chart.legend.legendItems.map((i) => [i.text, i.fillStyle]));
 }
 
+/// The researcher's ideas with what became of each; the form to queue one where actions are allowed.
+function renderIdeas(s) {
+  const items = s.ideas.map((i) => el('li', { 'data-idea': String(i.id) },
+    'idea ' + i.id + ' (' + i.source + '): ' + i.outcome + ': ', el('q', {}, i.text)));
+  if (!items.length) items.push(el('li', {}, 'none queued (autoresearchd idea "TEXT")'));
+  $('#ideas').replaceChildren(...items);
+  $('#idea-form').hidden = !s.allow_actions;
+}
+
 async function refreshOverview() {
   const s = await getJSON('/api/status');
   // Ask again for everything from the oldest row still in flight, so rows
@@ -210,6 +219,7 @@ async function refreshOverview() {
   overview.status = s;
   renderFigures(s);
   renderLanes(s);
+  renderIdeas(s);
   renderTable();
   renderChart();
 }
@@ -223,6 +233,14 @@ function initOverview() {
   $('#stop').addEventListener('click', async () => {
     if (!confirm('Stop the daemon? The experiment in flight is interrupted.')) return;
     try { $('#action-result').textContent = await postAction('/api/stop'); } catch (e) { showError(e); }
+  });
+  $('#idea-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    try {
+      $('#idea-result').textContent = await postAction('/api/ideas', $('#idea-text').value);
+      $('#idea-text').value = '';
+      await refreshOverview();
+    } catch (e) { showError(e); }
   });
   poll(refreshOverview);
 }
