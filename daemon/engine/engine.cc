@@ -23,7 +23,9 @@
 #include "daemon/engine/run_end.h"
 #include "daemon/duration.h"
 #include "daemon/engine/judge.h"
+#include "daemon/engine/restart.h"
 #include "daemon/engine/resume.h"
+#include "daemon/engine/tag_base.h"
 #include "daemon/engine/local_executor.h"
 #include "daemon/engine/repeat_plan.h"
 #include "daemon/engine/run_plan.h"
@@ -138,37 +140,8 @@ int Engine::run() {
 }
 
 void Engine::reconcile() {
-  // A killed daemon's experiments end when it was last known to run, not now.
-  const std::optional<double> alive = store_.dead_sessions_alive_at();
-  if (int n = store_.close_dead_sessions()) log_("reconcile: closed " + std::to_string(n) + " session(s) of a killed daemon");
-  store_.close_open_trials(alive);
-  for (const auto& line : kill_recorded_groups(store_)) log_("reconcile: " + line);
-  // A measured result is never lost: an `evaluated` row gets the decision it would have had.
-  for (const auto& d : finish_evaluated(store_, config_.tag, keep_settings(config_), config_.noise.prior_sigma))
-    log_("reconcile: #" + std::to_string(d.id) + " was measured (" + config_.metric + " " + format_number(d.val_bpb) +
-         ") when the daemon stopped: " + (d.kept ? "kept" : "discarded"));
-  if (int calls = store_.close_started_calls())
-    log_("reconcile: " + std::to_string(calls) + " LLM call(s) in flight when the daemon was killed: interrupted "
-         "(their rows count toward the caps)");
-  for (const auto& r : store_.unfinished()) {
-    if (drop_empty_row(r.id, "at restart")) continue;  // was only waiting for a proposal
-    bool killed = false;
-    if (r.pgid && r.pgid_start)
-      killed = kill_recorded_group(static_cast<pid_t>(*r.pgid), *r.pgid_start) == RecordedGroup::killed;
-    else if (r.pgid)  // recorded before leader start times were
-      killed = kill_orphan_group(static_cast<pid_t>(*r.pgid), state_.root);
-    if (killed)
-      log_("reconcile: killed orphaned process group " + std::to_string(*r.pgid) + " of #" + std::to_string(r.id));
-    std::string where = r.state + (r.stage.empty() || r.state == to_string(ExperimentState::kProposing) ? "" : " (stage " + r.stage + ")");
-    store_.finish(r.id, status::kInterrupted, "the daemon stopped while the experiment was " + where, r.log_tail, alive);
-    log_("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
-  }
-  // What the last session left interrupted (stopped, or killed above) runs again once the pipeline begins.
-  if (const auto sessions = store_.sessions(config_.tag); !sessions.empty()) {
-    ResumePlan plan = plan_resumes(store_.experiments(config_.tag), store_.trials(config_.tag), sessions.back().started_at);
-    for (const auto& line : plan.left) log_("reconcile: " + line);
-    resumes_ = std::move(plan.resume);
-  }
+  SettleSettings settle{config_.tag, config_.metric, keep_settings(config_), config_.noise.prior_sigma, state_.root};
+  resumes_ = settle_last_sessions(store_, settle, [this](const std::string& line) { log_(line); });
 
   std::optional<std::string> tip = repo_->ref_target(branch_ref_);
   if (!tip) {
@@ -189,58 +162,25 @@ void Engine::reconcile() {
   best_id_ = best ? best->id : 0;
   if (!repo_->has_commit(best_commit_))
     throw FatalError("kept commit " + best_commit_ + " of #" + std::to_string(best->id) + " is not in the repo");
-  if (rebase_) rebase_onto_head();
-  else note_newer_head();
+  if (rebase_) {
+    const RebasedTag r = rebase_onto_head(*repo_, config_.tag, base_commit_, best_commit_);
+    log_(r.log_line);
+    if (r.moved) {
+      store_.set_run_base(config_.tag, r.head);
+      base_commit_ = r.head;
+      best_commit_ = r.onto;
+      best_val_.reset();
+      best_id_ = 0;
+      rebased_ = true;
+    }
+  } else if (std::string note = newer_head_note(*repo_, config_.tag, base_commit_, best_commit_); !note.empty()) {
+    log_(note);
+  }
   if (*tip != best_commit_) {
     log_("reconcile: autoresearch/" + config_.tag + " tip " + short_commit(*tip) + " is not the best kept commit; reset to " +
          short_commit(best_commit_));
     repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: reset to the best kept commit");
   }
-}
-
-std::vector<std::string> Engine::kept_chain() {
-  // The kept commits are the first-parent path from the base to the best (a rebase's too).
-  return repo_->first_parent_path(base_commit_, best_commit_).value_or(std::vector<std::string>{});
-}
-
-void Engine::note_newer_head() {
-  const std::string head = repo_->head();
-  if (head == base_commit_ || head == best_commit_) return;
-  const size_t ahead = repo_->commits_ahead(best_commit_, head);  // HEAD's commits the tag does not have
-  if (ahead == 0) return;  // HEAD is on the research branch (checked out to look at it)
-  log_("note: your checkout's HEAD " + short_commit(head) + " has " + std::to_string(ahead) +
-       " commit(s) that tag " + config_.tag + " does not (it researches on " + short_commit(base_commit_) +
-       "); `autoresearchd start --rebase` moves its " + std::to_string(kept_chain().size()) +
-       " kept change(s) onto HEAD and measures a new baseline there");
-}
-
-void Engine::rebase_onto_head() {
-  const std::string head = repo_->head();
-  if (head == base_commit_) {
-    log_("--rebase: HEAD " + short_commit(head) + " is the tag's base already: nothing to move");
-    return;
-  }
-  // HEAD that already holds the best (the research branch merged into it) needs none of the chain.
-  std::vector<std::string> chain;
-  if (repo_->commits_ahead(head, best_commit_) > 0) chain = kept_chain();
-  std::string onto = head;
-  for (const auto& commit : chain) {  // objects only: no ref moves before every change applied
-    GitRepo::CherryPick pick = repo_->cherry_pick(commit, onto, "");
-    if (pick.commit.empty())
-      throw FatalError("--rebase: kept change " + short_commit(commit) + " (" + repo_->summary(commit) +
-                       ") does not apply onto " + short_commit(onto) + ": conflicts in " +
-                       join_list(pick.conflicts, 5) + "; nothing was moved");
-    onto = pick.commit;
-  }
-  store_.set_run_base(config_.tag, head);
-  log_("--rebase: tag " + config_.tag + " moved from " + short_commit(base_commit_) + " onto HEAD " +
-       short_commit(head) + " with its " + std::to_string(chain.size()) + " kept change(s), now " + short_commit(onto) +
-       "; a new baseline is measured there");
-  base_commit_ = head;
-  best_commit_ = onto;
-  best_val_.reset();
-  best_id_ = 0;
-  rebased_ = true;
 }
 
 bool Engine::open_slots() {

@@ -169,11 +169,6 @@ class Engine {
 
   // Start and stop.
   void reconcile();
-  /// The kept changes, oldest first: the commits from the tag's base to the
-  /// best (what a rebase re-applies).
-  std::vector<std::string> kept_chain();
-  void note_newer_head();
-  void rebase_onto_head();
   /// Checks out every slot; false when a stop came meanwhile (the loop is polled between checkouts).
   bool open_slots();
   void prepare_data_then_begin();
