@@ -137,6 +137,18 @@ TEST(OfflineProposer, AvoidsRepeatingAPastExperiment) {
   EXPECT_NE(first.substr(0, first.find(" (seed")), second.substr(0, second.find(" (seed")));
 }
 
+// An experiment in flight (another worker's, or one resumed after a restart) counts as tried.
+TEST(OfflineProposer, AvoidsRepeatingAnExperimentInFlight) {
+  OfflineConfig cfg;
+  cfg.names = {"DEPTH"};
+  OfflineProposer p(cfg);
+  ard::ProposalContext c = context(1);
+  std::string first = p.propose(c).proposal->description;
+  c.in_flight.push_back({1, "", first, std::nullopt, "running"});
+  std::string second = p.propose(c).proposal->description;
+  EXPECT_NE(first.substr(0, first.find(" (seed")), second.substr(0, second.find(" (seed")));
+}
+
 TEST(OfflineProposer, DoesNotTryToFixABuildFailure) {
   ard::ProposalContext c = context(4);
   c.last_failure = ard::Failure{"build_fail", "train.cu:3: error: static assertion failed"};

@@ -51,6 +51,16 @@ TEST_F(ReportTest, TsvHasTheFiveColumnsAndOnlyCommittedFinishedRows) {
   EXPECT_EQ(render_tsv(store, "other"), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n");
 }
 
+// A duplicate has a commit but never ran: results.tsv leaves it out.
+TEST_F(ReportTest, TsvLeavesDuplicatesOut) {
+  const std::string before = render_tsv(store, "t");
+  int64_t dup = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
+  store.set_proposal(dup, "wider mlp, again");
+  store.set_commit(dup, std::string(40, '3'), "+wider\n");
+  store.finish(dup, status::kDuplicate, "repeats #2 (discarded: wider mlp), similarity 1.00 (the same change)", "");
+  EXPECT_EQ(render_tsv(store, "t"), before);
+}
+
 TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
   std::string s = render_status(store, "t", 4242, 1030.0);
   EXPECT_THAT(s, HasSubstr("running (pid 4242)"));

@@ -46,20 +46,17 @@ std::set<std::string> shingles(const std::vector<std::string>& tokens) {
   return out;
 }
 
+/// The same tokens with + and - swapped: what a revert of the change changes.
 std::vector<std::string> flipped(std::vector<std::string> tokens) {
   for (auto& t : tokens) {
     const size_t tab = t.find('\t');
     if (tab + 1 < t.size()) t[tab + 1] = t[tab + 1] == '+' ? '-' : '+';
   }
-  // A revert removes what was added and adds what was removed: the same
-  // lines, the other way, which in a diff come removed first.
-  std::stable_partition(tokens.begin(), tokens.end(), [](const std::string& t) {
-    const size_t tab = t.find('\t');
-    return tab + 1 < t.size() && t[tab + 1] == '-';
-  });
   return tokens;
 }
 
+/// Removed tokens first, then added, each in order: a diff lists a hunk's
+/// removed lines before its added ones, so a change and its revert compare equal.
 std::vector<std::string> sorted_by_sign(std::vector<std::string> tokens) {
   std::stable_partition(tokens.begin(), tokens.end(), [](const std::string& t) {
     const size_t tab = t.find('\t');
