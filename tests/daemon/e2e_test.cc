@@ -71,7 +71,7 @@ class EverySecondOpenDenied {
            md = FAN_EVENT_NEXT(md, n)) {
         if (md->fd < 0) continue;
         if (md->mask & FAN_OPEN_PERM) {
-          fanotify_response r{md->fd, ++opens_ % 2 == 0 ? FAN_DENY : FAN_ALLOW};
+          fanotify_response r{md->fd, static_cast<__u32>(++opens_ % 2 == 0 ? FAN_DENY : FAN_ALLOW)};
           if (::write(fd_, &r, sizeof r) != sizeof r) ADD_FAILURE() << "fanotify response not written";
         }
         ::close(md->fd);

@@ -70,6 +70,9 @@ JobCompType=jobcomp/filetxt
 JobCompLoc={d}/jobcomp.txt
 MailProg=/bin/true
 SchedulerType=sched/backfill
+# Scheduling passes every 2 s, not every 30-60 s: a requeued job, eligible again
+# after cred_expire, would otherwise wait up to half a minute for the next pass.
+SchedulerParameters=bf_interval=2,sched_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
