@@ -13,6 +13,7 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -748,11 +749,18 @@ void Engine::start_build(Candidate& c, int slot) {
 // ---------------------------------------------------------------- training
 
 void Engine::start_trainings() {
+  // A GPU that a pinned run (the baseline, a round's run, a confirmation) is
+  // being built or waits for goes to that run: were a candidate built sooner to
+  // take it, the pinned run would wait behind it while another GPU idles.
+  std::set<std::string> awaited;
+  for (const auto& [id, c] : candidates_)
+    if (!c.pin_gpu.empty() && (c.phase == Phase::kBuilding || c.phase == Phase::kBuilt)) awaited.insert(c.pin_gpu);
   for (size_t w = 0; w < workers_.size(); ++w) {
     if (workers_[w].candidate) continue;
     Candidate* next = nullptr;
     for (auto& [id, c] : candidates_)  // repeats (ids < 0) first
-      if (c.phase == Phase::kBuilt && may_train(c, workers_[w])) {
+      if (c.phase == Phase::kBuilt && may_train(c, workers_[w]) &&
+          (!c.pin_gpu.empty() || !awaited.count(workers_[w].gpu))) {
         next = &c;
         break;
       }

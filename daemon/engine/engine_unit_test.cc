@@ -59,9 +59,10 @@ class EngineUnit : public ::testing::Test {
   }
 
   /// script: the proposer's JSON entries.
-  void write_setup(const std::string& script) {
+  /// extra: TOML appended to the config.
+  void write_setup(const std::string& script, const std::string& extra = "") {
     write_file(repo / "script.json", script);
-    config = parse_config(R"(tag = "unit"
+    config = parse_config(std::string(R"(tag = "unit"
 lookahead = 1
 retry_wait_s = 0.2
 [build]
@@ -78,7 +79,7 @@ mode = "off"
 [proposer]
 kind = "scripted"
 script = "script.json"
-)",
+)") + extra,
                           repo);
   }
 
@@ -173,6 +174,26 @@ TEST_F(EngineUnit, TheStartRoundRunsTheBestOnEveryGpuBeforeAnyCandidate) {
   ASSERT_LT(first_candidate, runs.size()) << "no candidate ran";
   EXPECT_EQ(best_gpus, (std::set<std::string>{"0", "1"}));
   for (const auto& run : runs) EXPECT_GT(run.experiment, 0) << "a ard::Run names its experiment's row";
+}
+
+// The baseline is the first GPU's run. A candidate built before it (the
+// baseline's build still running) trains on the other GPU, not on the one the
+// baseline waits for. Noise rounds are off: with them, candidates wait for the
+// start round, and this order cannot arise.
+TEST_F(EngineUnit, ACandidateBuiltBeforeTheBaselineLeavesItTheGpuItWaitsFor) {
+  write_setup(kOneEdit, "[noise]\nrounds = false\n");
+  run_engine([&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+    if (run.build && run.experiment == 1) return std::nullopt;  // the baseline (#1): still building at the stop
+    if (run.build) return built_end();
+    stop_soon();
+    return std::nullopt;  // the candidate trains until the stop
+  });
+  const ard::Run* trained = nullptr;
+  for (const auto& run : runs)
+    if (!run.build && !trained) trained = &run;
+  ASSERT_TRUE(trained) << "the candidate never trained:\n" << daemon_log;
+  EXPECT_EQ(trained->purpose, purpose::kCandidate);
+  EXPECT_EQ(trained->gpu, "1");
 }
 
 // A candidate whose first run the keep rule cannot decide (|Δ| within the
