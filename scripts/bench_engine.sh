@@ -113,6 +113,10 @@ model = "fake-model"
 base_url = "http://127.0.0.1:$port/v1"
 retries = 0
 api_key_env = ""
+# The default cap of 60 calls an hour would pause proposing within the run:
+# 4 GPUs ask for about 900 proposals an hour at this budget. This measures
+# the engine's scheduling, not the spend caps.
+max_calls_per_hour = 100000
 TOML
   (cd "$repo" && "$daemon" start --detach >/dev/null)
   sleep "$seconds"
