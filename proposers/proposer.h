@@ -31,6 +31,37 @@ struct HistoryEntry {
   bool baseline = false;        ///< the unmodified trainer, run first
 };
 
+/// How many experiments ended one way ("kept", "discarded", "crash", ...).
+struct OutcomeCount {
+  std::string status;
+  int count = 0;
+};
+
+/// One experiment that changed a region, as the research memory shows it.
+struct TriedRecord {
+  long id = 0;
+  std::string description;
+  std::string status;                  ///< kept, discarded, crash, build_fail, duplicate, ...
+  std::optional<double> delta_sigma;   ///< (best − its mean) / σ, positive: better; unknown without σ
+  std::string lines;                   ///< the lines it changed there, "path:first-last"
+};
+
+/// A region of the editable files (a file and the function or block of
+/// lines a change touched) and what was tried there.
+struct TriedRegion {
+  std::string region;                ///< "trainer/train.cu: train_step", "trainer/train.cu: lines 1-50"
+  int tries = 0;                     ///< experiments that changed it
+  std::vector<OutcomeCount> outcomes;  ///< by status, the most first
+  std::vector<TriedRecord> closest;  ///< the closest to a keep first (highest Δσ, then the newest)
+};
+
+/// What was tried before, by region: the research memory.
+struct TriedMemory {
+  std::vector<TriedRegion> regions;  ///< the most tried first
+  std::vector<OutcomeCount> totals;  ///< every experiment with a change, by status, the most first
+  bool empty() const { return regions.empty() && totals.empty(); }
+};
+
 /// Why the previous attempt failed, handed back so the next one can fix it.
 struct Failure {
   std::string kind;    ///< build_fail, crash, timeout, patch_rejected, ...
@@ -50,6 +81,10 @@ struct ProposalContext {
   /// into practice; "" when none is queued. Proposers that cannot read it
   /// (scripted, offline) ignore it.
   std::string idea;
+  /// What was tried before in each region of the editable files, from the
+  /// history's diffs and decisions. Proposers that cannot read it (scripted,
+  /// offline) ignore it.
+  TriedMemory tried;
   std::optional<double> best_val_bpb;
   /// The noise floor, when known: "differences below 2σ = X are noise" (the
   /// keep rule's z·σ), handed to the proposer with the history.

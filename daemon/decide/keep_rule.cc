@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "daemon/config.h"
 
@@ -74,6 +75,31 @@ KeepSettings keep_settings(const Config& config) {
   s.equal_but_simpler = config.keep.equal_but_simpler;
   s.max_confirmations = config.keep.confirmations;
   return s;
+}
+
+std::optional<double> delta_sigma(const std::string& decision) {
+  // "mean %.6f (n=%d) against the incumbent's %.6f (n=%d)" (comparison), then
+  // σ: "σΔ = %.6f·√" (sigma_delta_text) or "|Δ| ≤ σ = %.6f" (equal but simpler).
+  const size_t at = decision.find("mean ");
+  if (at == std::string::npos) return std::nullopt;
+  double candidate = 0, incumbent = 0, sigma = 0;
+  int n_candidate = 0, n_incumbent = 0;
+  if (std::sscanf(decision.c_str() + at, "mean %lf (n=%d) against the incumbent's %lf (n=%d)", &candidate,
+                  &n_candidate, &incumbent, &n_incumbent) != 4)
+    return std::nullopt;
+  // σΔ's own line is "σΔ = σ·√(...)"; the margins' "2.00·σΔ = X" are not σ.
+  bool have_sigma = false;
+  const std::string lead = "σΔ = ", root = "·√";
+  for (size_t s = decision.find(lead, at); s != std::string::npos && !have_sigma; s = decision.find(lead, s + 1)) {
+    int used = 0;
+    const char* number = decision.c_str() + s + lead.size();
+    if (std::sscanf(number, "%lf%n", &sigma, &used) == 1 && std::strncmp(number + used, root.c_str(), root.size()) == 0)
+      have_sigma = true;
+  }
+  if (size_t s = decision.find("|Δ| ≤ σ = ", at); s != std::string::npos && !have_sigma)
+    have_sigma = std::sscanf(decision.c_str() + s + std::strlen("|Δ| ≤ σ = "), "%lf", &sigma) == 1;
+  if (!have_sigma || !(sigma > 0) || !std::isfinite(candidate) || !std::isfinite(incumbent)) return std::nullopt;
+  return (incumbent - candidate) / sigma;
 }
 
 KeepDecision decide_keep(const KeepInput& input, const KeepSettings& settings) {

@@ -76,6 +76,13 @@ KeepDecision decide_keep(const KeepInput& input, const KeepSettings& settings);
 
 const char* to_string(Verdict verdict);
 
+/// Δ in units of σ, read back from a stored decision line (decide_keep's
+/// reason): (incumbent's mean − candidate's mean) / σ, positive when the
+/// candidate was better. nullopt where the line holds no comparison with σ
+/// (nothing to beat, σ not yet known, no finite run) or is not one of the
+/// keep rule's. Read at display time, so it needs no column of its own.
+std::optional<double> delta_sigma(const std::string& decision);
+
 /// The runs the incumbent needs before later candidates are measured against
 /// its mean (see the top of this file).
 inline constexpr int kMinIncumbentRuns = 3;

@@ -67,6 +67,32 @@ TEST(KeepRule, ReasonCarriesEveryNumberOfTheCheck) {
             "and ≥ min_improvement 0.000000; σΔ = 0.001500·√(1/3+1/1) = 0.001732 (σ from noise.prior_sigma)");
 }
 
+TEST(DeltaSigma, ReadBackFromEveryKindOfReasonWithSigma) {
+  // kept: Δ = 0.004 over σ = 0.0015 (not over σΔ, nor the margin's 2.00·σΔ).
+  EXPECT_NEAR(*delta_sigma(decide_keep(input({0.9810}), {}).reason), 0.004 / kSigma, 1e-3);
+  // discarded at once, worse: Δ = -0.003.
+  EXPECT_NEAR(*delta_sigma(decide_keep(input({0.9880}), {}).reason), -0.003 / kSigma, 1e-3);
+  // confirm with σ measured (its df in the line too): Δ = 0.0030.
+  EXPECT_NEAR(*delta_sigma(decide_keep(input({0.9820}, measured(12)), {}).reason), 0.003 / kSigma, 1e-3);
+  // equal but simpler: "|Δ| ≤ σ = ...".
+  KeepInput simpler = input({0.9860});
+  simpler.lines_added = 2;
+  simpler.lines_removed = 10;
+  EXPECT_NEAR(*delta_sigma(decide_keep(simpler, {}).reason), -0.001 / kSigma, 1e-3);
+  // a line stored at restart carries a suffix; still read.
+  EXPECT_NEAR(*delta_sigma(decide_keep(input({0.9810}), {}).reason + " (decided at restart)"), 0.004 / kSigma, 1e-3);
+}
+
+TEST(DeltaSigma, NoneWithoutSigmaOrAComparison) {
+  EXPECT_FALSE(delta_sigma(""));
+  EXPECT_FALSE(delta_sigma(decide_keep(input({0.9810}, std::nullopt), {}).reason));  // σ not yet known
+  KeepInput first = input({0.99});
+  first.incumbent.clear();
+  EXPECT_FALSE(delta_sigma(decide_keep(first, {}).reason));  // nothing to beat
+  EXPECT_FALSE(delta_sigma(decide_keep(input({NAN}), {}).reason));
+  EXPECT_FALSE(delta_sigma("re-applied onto the best: measured again"));
+}
+
 TEST(KeepRule, JustBelowTheMarginIsConfirmedJustAboveIsKept) {
   const double sigma_delta = kSigma * std::sqrt(1.0 / 3 + 1.0);
   KeepDecision below = decide_keep(input({0.985 - 2 * sigma_delta + 2e-6}), {});

@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kExperimentColumns =
     "id, tag, is_baseline, parent_commit, commit_hash, description, program_hash, proposer, fix_of, "
     "state, stage, stage_started_at, stage_deadline, stage_expected, pgid, val_bpb, peak_vram_mb, "
-    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start, resumes, idea_id";
+    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start, resumes, idea_id, decision";
 
 ExperimentRow read_experiment(const Statement& s) {
   ExperimentRow r;
@@ -48,6 +48,7 @@ ExperimentRow read_experiment(const Statement& s) {
   r.pgid_start = s.opt_integer(26);
   r.resumes = static_cast<int>(s.integer(27));
   r.idea_id = s.opt_integer(28);
+  r.decision = s.text(29);
   return r;
 }
 

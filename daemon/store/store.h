@@ -62,6 +62,7 @@ struct ExperimentRow {
   std::string reapplied_from;  ///< its own commit, when commit is that change re-applied onto a newer best
   int resumes = 0;             ///< times it was run again after a stop or restart interrupted it (resume.h)
   std::optional<int64_t> idea_id;  ///< the researcher's idea it was asked to try (ideas)
+  std::string decision;            ///< the keep rule's reason line; empty before a decision
 };
 
 /// A researcher's idea (`autoresearchd idea`) and the experiments asked to try it.
