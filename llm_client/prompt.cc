@@ -18,6 +18,10 @@ constexpr size_t kMinFailureChars = 600;   // the failure's first and last lines
 constexpr size_t kMinProgramBytes = 1000;  // program.md's opening: never cut
 constexpr long kReadSlackTokens = 50;      // the READ reply's wording around the files
 
+/// The tried-before section's allowance: half the history's. Reserved whether
+/// or not there is anything to show, so the stable part never depends on it.
+long tried_allowance(const LlmConfig& config) { return config.history_tokens / 2; }
+
 std::string bpb(const std::optional<double>& v) {
   if (!v) return "-";
   char buf[32];
@@ -104,6 +108,7 @@ std::string program_section(const std::string& program, size_t keep) {
 
 /// What one assembly keeps; the budget cuts it step by step (see prompt.h).
 struct Plan {
+  long tried = 0;             ///< tokens of the tried-before section
   long history = 0;           ///< tokens of the history table
   size_t failure_chars = 0;   ///< characters of the last failure
   bool detail = true;         ///< the map's descriptions
@@ -165,6 +170,53 @@ std::string history_table(const std::vector<ard::HistoryEntry>& history, long bu
   return out;
 }
 
+std::string tried_section(const ard::TriedMemory& tried, long budget_tokens) {
+  if (tried.regions.empty()) return "";
+  auto counts = [](const std::vector<ard::OutcomeCount>& outcomes) {
+    std::string out;
+    for (const auto& o : outcomes) out += (out.empty() ? "" : ", ") + std::to_string(o.count) + " " + o.status;
+    return out;
+  };
+  int experiments = 0;
+  for (const auto& t : tried.totals) experiments += t.count;
+  const std::string head =
+      "\n# Tried before, by region\n\nWhere earlier experiments changed the editable files (a file and the "
+      "function, or the block of 50 lines, a change touched), the most tried first, with how they ended and the "
+      "closest to a keep; Δσ is (best − its val_bpb) / σ, the noise: positive is better, a keep needs about +2.\n\n";
+  const std::string totals = "Totals: " + std::to_string(experiments) + " experiment" + (experiments == 1 ? "" : "s") +
+                             " with a change: " + counts(tried.totals) + ".\n";
+  long used = estimate_tokens(head) + estimate_tokens(totals);
+  std::string body;
+  size_t shown = 0;
+  for (const auto& region : tried.regions) {
+    const std::string line = "- " + region.region + ": " + std::to_string(region.tries) + " tr" +
+                             (region.tries == 1 ? "y" : "ies") + " (" + counts(region.outcomes) + ")\n";
+    if (used + estimate_tokens(line) > budget_tokens) break;
+    used += estimate_tokens(line);
+    body += line;
+    ++shown;
+    for (const auto& r : region.closest) {
+      std::string d = r.description;
+      for (char& ch : d)
+        if (ch == '\n' || ch == '\r') ch = ' ';
+      if (d.size() > 120) d = d.substr(0, 117) + "...";
+      char ds[32] = "Δσ unknown";
+      if (r.delta_sigma) std::snprintf(ds, sizeof ds, "Δσ %+.1f", *r.delta_sigma);
+      const std::string rec = "  - #" + std::to_string(r.id) + " " + r.status + ", " + ds + ", " + r.lines + ": " + d + "\n";
+      if (used + estimate_tokens(rec) > budget_tokens) break;
+      used += estimate_tokens(rec);
+      body += rec;
+    }
+  }
+  if (shown == 0) return "";
+  std::string out = head + body;
+  if (shown < tried.regions.size()) {
+    const std::string more = "(" + std::to_string(tried.regions.size() - shown) + " less tried regions not shown)\n";
+    if (used + estimate_tokens(more) <= budget_tokens) out += more;
+  }
+  return out + totals;
+}
+
 std::string in_flight_list(const std::vector<ard::HistoryEntry>& in_flight, long budget_tokens) {
   if (in_flight.empty()) return "";
   const std::string head = "\nProposed and not measured yet (built, training or waiting for a decision; "
@@ -220,7 +272,8 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   auto total = [&](const Plan& plan) {
     auto [whole, mapped] = lists(plan, {});
     return system + estimate_tokens(stable_text(whole, mapped, plan.detail, program, plan.program_bytes)) +
-           plan.history + static_cast<long>(plan.failure_chars / 4) + kAskTokens + kSectionTokens + plan.reads;
+           plan.tried + plan.history + static_cast<long>(plan.failure_chars / 4) + kAskTokens + kSectionTokens +
+           plan.reads;
   };
 
   // The allowances are the config's, not the history's or the failure's size,
@@ -229,7 +282,8 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   Plan plan;
   for (bool keep_surface : {true, false}) {
     if (!keep_surface && surface.empty()) break;
-    plan = Plan{config.history_tokens, kFailureChars, true, program.size(), config.read_reserve_tokens(), keep_surface};
+    plan = Plan{tried_allowance(config), config.history_tokens, kFailureChars, true, program.size(),
+                config.read_reserve_tokens(), keep_surface};
     p.cuts.clear();
     if (!keep_surface) {
       std::string paths;
@@ -237,6 +291,11 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
       p.cuts.push_back(paths + " in the map");
     }
     long excess = total(plan) - limit;
+    if (excess > 0 && plan.tried > 0) {
+      plan.tried = std::max(0L, plan.tried - excess);
+      p.cuts.push_back("the tried-before section (within " + std::to_string(plan.tried) + " tokens)");
+      excess = total(plan) - limit;
+    }
     if (excess > 0 && plan.history > kMinHistoryTokens) {
       plan.history = std::max(kMinHistoryTokens, plan.history - excess);
       p.cuts.push_back("older history rows (history within " + std::to_string(plan.history) + " tokens)");
@@ -270,6 +329,8 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   // The goal (first_request_tokens): the history and the failure give way to
   // it first, down to their minimums (the best row; the failure's first and
   // last lines); the usual assembly at today's tree, so not logged as a cut.
+  // The tried-before section keeps its allowance: it gives way to the limit
+  // only (above), where it goes first.
   // Then headers whole, smallest first, while it holds.
   const long goal = std::min(config.first_request_tokens + plan.reads, limit);
   if (long excess = total(plan) - goal; excess > 0) {
@@ -309,6 +370,9 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   const std::string flying = in_flight_list(c.in_flight, history_budget / 4);
   u += "\n# Past experiments\n\n" + history_table(c.history, history_budget - estimate_tokens(flying)) + flying;
   if (!c.noise_note.empty()) u += c.noise_note + "\n";
+  left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
+  // What was tried where, within its allowance and what the history left.
+  u += tried_section(c.tried, std::max(0L, std::min(plan.tried, left - 60)));
   left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
   if (c.last_failure) {
     size_t room = static_cast<size_t>(std::max(0L, left - 40) * 4);

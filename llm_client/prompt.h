@@ -13,14 +13,18 @@
 //               of its opening comment (the model reads them with READ:)
 //            4. program.md                       <- cache breakpoint here
 //            5. the history table, within history_tokens
-//            6. the last failure, cut in the middle to fit
+//            6. what was tried before, by region (tried_section), within
+//               half of history_tokens; it keeps that allowance under the
+//               goal, and is the first thing cut when the limit is short
+//            7. the last failure, cut in the middle to fit
 //
 // The first prompt leaves the READ reserve (llm.read_bytes) free. When the
 // whole does not fit the limit, it degrades in a fixed order, the research
-// surface last: older history rows, the failure's log, the map's descriptions,
-// program.md's tail (with a note), the READ reserve, and only then the
-// surface moves to the map. Parts 1-4 depend only on the files, program.md
-// and the limit, never on the history or the failure.
+// surface last: the tried-before section, older history rows, the failure's
+// log, the map's descriptions, program.md's tail (with a note), the READ
+// reserve, and only then the surface moves to the map. Parts 1-4 depend only
+// on the files, program.md and the limit, never on the history, what was
+// tried or the failure.
 #pragma once
 
 #include <string>
@@ -39,6 +43,13 @@ long estimate_tokens(const std::string& text);
 /// The history table: the best experiment first, then the most recent ones
 /// that fit in budget_tokens, oldest of them first.
 std::string history_table(const std::vector<ard::HistoryEntry>& history, long budget_tokens);
+
+/// What was tried before, by region of the editable files: the most tried
+/// regions first, each with its counts by outcome and its records closest to
+/// a keep (id, outcome, Δσ, lines, description), as many as fit in
+/// budget_tokens, then one line of totals by outcome; "" when there is no
+/// region or not even one region's line fits.
+std::string tried_section(const ard::TriedMemory& tried, long budget_tokens);
 
 /// The experiments proposed and not measured yet (other workers may be
 /// training them), oldest first, as many as fit in budget_tokens; "" when none.

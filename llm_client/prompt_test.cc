@@ -18,6 +18,24 @@ ard::HistoryEntry entry(long id, std::optional<double> bpb, const std::string& s
   return e;
 }
 
+/// A memory of `regions` regions, region i tried regions - i times, two records each.
+ard::TriedMemory memory(int regions) {
+  ard::TriedMemory m;
+  int all = 0;
+  for (int i = 0; i < regions; ++i) {
+    ard::TriedRegion r;
+    r.region = "trainer/train.cu: function_" + std::to_string(i);
+    r.tries = regions - i;
+    all += r.tries;
+    r.outcomes = {{"discarded", r.tries - 1}, {"kept", 1}};
+    r.closest = {{100L + i, "raise the rate of function " + std::to_string(i), "kept", 3.31, "trainer/train.cu:10-20"},
+                 {200L + i, "lower it again", "crash", std::nullopt, "trainer/train.cu:12"}};
+    m.regions.push_back(r);
+  }
+  m.totals = {{"discarded", all - regions}, {"kept", regions}};
+  return m;
+}
+
 TEST(Prompt, HoldsProgramFilesHistoryAndInstructions) {
   ard::ProposalContext c;
   c.experiment_id = 4;
@@ -88,6 +106,50 @@ TEST(Prompt, AResearchersIdeaComesBeforeTheHistory) {
   EXPECT_EQ(build_prompt(c, cfg).conversation.messages[0].content.find("idea to try"), std::string::npos);
 }
 
+// What was tried where follows the history, before the failure, after the stable prefix.
+TEST(Prompt, TriedBeforeFollowsTheHistoryWithCountsRecordsAndTotals) {
+  ard::ProposalContext c;
+  c.experiment_id = 30;
+  c.history = {entry(1, 1.0, "kept", "baseline")};
+  c.tried = memory(2);
+  c.last_failure = ard::Failure{"crash", "nan at step 10"};
+  LlmConfig cfg;
+  const Conversation conv = build_prompt(c, cfg).conversation;
+  const std::string& u = conv.messages[0].content;
+  const size_t at = u.find("# Tried before, by region");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(at, u.find("# Past experiments"));
+  EXPECT_LT(at, u.find("# The last attempt failed"));
+  EXPECT_GE(at, conv.messages[0].cache_prefix);
+  EXPECT_NE(u.find("- trainer/train.cu: function_0: 2 tries (1 discarded, 1 kept)\n"
+                   "  - #100 kept, Δσ +3.3, trainer/train.cu:10-20: raise the rate of function 0\n"
+                   "  - #200 crash, Δσ unknown, trainer/train.cu:12: lower it again\n"
+                   "- trainer/train.cu: function_1: 1 try (0 discarded, 1 kept)\n"),
+            std::string::npos)
+      << u.substr(at);
+  EXPECT_NE(u.find("Totals: 3 experiments with a change: 1 discarded, 2 kept.\n"), std::string::npos);
+  c.tried = {};
+  EXPECT_EQ(build_prompt(c, cfg).conversation.messages[0].content.find("Tried before"), std::string::npos);
+}
+
+TEST(Prompt, TriedBeforeFitsItsBudgetMostTriedFirst) {
+  const ard::TriedMemory m = memory(40);
+  const std::string all = tried_section(m, 100000);
+  EXPECT_EQ(all.find("not shown"), std::string::npos);
+  EXPECT_NE(all.find("function_39"), std::string::npos);
+  for (long budget : {150L, 300L, 600L}) {
+    const std::string t = tried_section(m, budget);
+    SCOPED_TRACE(budget);
+    EXPECT_LE(estimate_tokens(t), budget + 2);  // each piece is rounded up on its own
+    EXPECT_NE(t.find("function_0: 40 tries"), std::string::npos);  // the most tried first
+    EXPECT_EQ(t.find("function_39"), std::string::npos);
+    EXPECT_NE(t.find("Totals: "), std::string::npos);
+  }
+  EXPECT_NE(tried_section(m, 600).find("less tried regions not shown)"), std::string::npos);
+  EXPECT_EQ(tried_section(m, 60), "");  // not even the heading, one region and the totals
+  EXPECT_EQ(tried_section({}, 100000), "");
+}
+
 TEST(Prompt, LastFailureIsExact) {
   ard::ProposalContext c;
   c.last_failure = ard::Failure{"build_fail", "train.cu:3:5: error: 'x' was not declared in this scope"};
@@ -142,6 +204,45 @@ LlmConfig small_config() {
   return cfg;
 }
 
+// As the limit falls, the tried-before section goes first, before any history row.
+TEST(Prompt, TriedBeforeIsCutFirstBeforeTheHistory) {
+  ard::ProposalContext c;
+  c.experiment_id = 400;
+  c.program_md = "Lower val_bpb.\n";
+  c.files = {{"trainer/train.cu", "// The training program.\n" + std::string(20000, 'x') + "\n"}};
+  for (int i = 1; i <= 300; ++i) c.history.push_back(entry(i, 1.0, "discarded", "idea number " + std::to_string(i)));
+  c.tried = memory(40);
+  LlmConfig cfg = small_config();
+  cfg.first_request_tokens = 100000;  // no goal: the limit alone
+  const Prompt whole = build_prompt(c, cfg, 14000);
+  ASSERT_TRUE(whole.cuts.empty()) << cut_note(whole, cfg);
+  const std::string& all = whole.conversation.messages[0].content;
+  ASSERT_NE(all.find("# Tried before"), std::string::npos);
+  const auto rows = [](const std::string& u) { return std::count(u.begin(), u.end(), '\n'); };
+  const long full_history = rows(all.substr(all.find("# Past experiments"), all.find("# Tried before") - all.find("# Past experiments")));
+  bool tried_went = false, history_went = false;
+  for (long limit = 14000; limit >= 8000; limit -= 50) {
+    const Prompt p = build_prompt(c, cfg, limit);
+    SCOPED_TRACE("limit " + std::to_string(limit) + ": " + cut_note(p, cfg));
+    EXPECT_LE(estimate_tokens(render(p.conversation)), limit);
+    const std::string& u = p.conversation.messages[0].content;
+    const size_t tried = u.find("# Tried before");
+    const size_t past = u.find("# Past experiments");
+    const size_t end = tried != std::string::npos ? tried : u.find("Propose the next experiment");
+    const long history = rows(u.substr(past, end - past));
+    if (!p.cuts.empty()) EXPECT_EQ(p.cuts[0].rfind("the tried-before section", 0), 0u);
+    if (history < full_history) {
+      history_went = true;
+      EXPECT_EQ(tried, std::string::npos) << "history rows cut while the tried-before section stays";
+      EXPECT_GE(p.cuts.size(), 2u);
+    }
+    if (tried == std::string::npos) tried_went = true;
+    else EXPECT_FALSE(tried_went) << "the section came back at a lower limit";
+  }
+  EXPECT_TRUE(tried_went);
+  EXPECT_TRUE(history_went);
+}
+
 TEST(Prompt, LeavesTheReadReserveSurfaceWholeHeadersThatFitTheRestMapped) {
   ard::ProposalContext c = big_tree();
   LlmConfig cfg = small_config();
@@ -160,6 +261,7 @@ TEST(Prompt, LeavesTheReadReserveSurfaceWholeHeadersThatFitTheRestMapped) {
   ard::ProposalContext later = c;
   later.history.push_back(entry(301, 0.9, "kept", "better"));
   later.last_failure.reset();
+  later.tried = memory(5);
   Prompt q = build_prompt(later, cfg);
   size_t n = p.conversation.messages[0].cache_prefix;
   EXPECT_EQ(q.conversation.messages[0].cache_prefix, n);
@@ -178,8 +280,8 @@ TEST(Prompt, HeadersStayWithinTheFirstRequestGoal) {
             (std::vector<std::string>{"trainer/model/huge.cuh", "trainer/model/small.cuh", "trainer/train.cu"}));
 }
 
-// The cliff is gone: as the limit falls, the prompt gives up, in order, older
-// history rows, the failure's log, the map's descriptions, program.md's tail
+// The cliff is gone: as the limit falls, the prompt gives up, in order, the
+// tried-before section's room, older history rows, the failure's log, the map's descriptions, program.md's tail
 // and the READ reserve; the research surface goes to the map only when all of
 // them are spent, and the request always fits.
 TEST(Prompt, DegradesInOrderTheResearchSurfaceLast) {
@@ -187,8 +289,8 @@ TEST(Prompt, DegradesInOrderTheResearchSurfaceLast) {
   c.program_md = "# Program\n";
   for (int i = 0; i < 150; ++i) c.program_md += "Line " + std::to_string(i) + " of the research program: try things.\n";
   LlmConfig cfg = small_config();
-  const std::vector<std::string> order = {"older history rows", "the last failure's log", "the map's descriptions",
-                                          "program.md's tail", "the READ reserve"};
+  const std::vector<std::string> order = {"the tried-before section", "older history rows", "the last failure's log",
+                                          "the map's descriptions", "program.md's tail", "the READ reserve"};
   size_t most_cut = 0;
   bool surface_went = false;
   for (long limit = 14000; limit >= 2000; limit -= 250) {
@@ -220,7 +322,7 @@ TEST(Prompt, DegradesInOrderTheResearchSurfaceLast) {
   EXPECT_TRUE(surface_went);
   Prompt low = build_prompt(c, cfg, 9000);
   EXPECT_EQ(cut_note(low, cfg).rfind("prompt within 9000 tokens (lowered from llm.context_tokens 14000 by a server's "
-                                     "refusal): cut older history rows",
+                                     "refusal): cut the tried-before section (within 0 tokens), older history rows",
                                      0),
             0u)
       << cut_note(low, cfg);

@@ -567,7 +567,9 @@ void Engine::request_proposal(const std::string& program) {
   ctx.experiment_id = id;
   ctx.program_md = program;
   ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
-  ctx.history = proposal_history(store_.experiments(config_.tag));
+  const std::vector<ExperimentRow> rows = store_.experiments(config_.tag);
+  ctx.history = proposal_history(rows);
+  ctx.tried = tried_memory(rows, ctx.files);
   if (!fix) ctx.idea = idea_for(id);
   for (const auto& [other, c] : candidates_)
     if (other > 0 && !c.baseline && !c.commit.empty()) {

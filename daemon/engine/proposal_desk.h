@@ -1,5 +1,5 @@
 // Proposals, as values the engine applies: what the proposer is told (its
-// history, the noise note), its thread and the mailbox that brings its answer
+// history, the noise note; what was tried where is decide/memory.h's), its thread and the mailbox that brings its answer
 // back to the loop, what a proposer's error asks of the engine (a wait or a
 // pause), and a proposal checked and committed (or rejected, or held by a
 // fault of the machine).
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/decide/memory.h"  // tried_memory: what was tried where, for ProposalContext::tried
 #include "daemon/decide/noise.h"
 #include "daemon/exec/environment_fault.h"
 #include "daemon/git_repo.h"

@@ -27,6 +27,7 @@ using ard::testing::shell;
 using ard::testing::write_file;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kKey = "sk-e2e-secret-7f3a9c21d4";
 const std::string kDaemon = AUTORESEARCHD;
@@ -215,6 +216,14 @@ TEST_P(LlmDaemonE2E, ResearchesWithTheLlmAndNeverLeaksTheKey) {
   EXPECT_THAT(attempts[0].prompt, HasSubstr("val_bpb 0.95"));  // the best file as it stands
   EXPECT_THAT(attempts[1].prompt, HasSubstr(attempts[0].error));
   EXPECT_EQ(attempts[1].error, "");
+
+  // What was tried where: nothing before the first change; #4 was asked after #2's keep, at least.
+  EXPECT_THAT(store.attempts(rows[1].id).at(0).prompt, Not(HasSubstr("# Tried before, by region")));
+  const std::string fourth = store.attempts(rows[3].id).at(0).prompt;
+  EXPECT_THAT(fourth, HasSubstr("# Tried before, by region"));
+  EXPECT_THAT(fourth, HasSubstr("- trainer/train.cu: lines 1-50: "));
+  EXPECT_THAT(fourth, HasSubstr("  - #" + std::to_string(rows[1].id) + " kept, "));
+  EXPECT_THAT(fourth, HasSubstr("trainer/train.cu:1: lower val_bpb to 0.95\n"));
 
   // Branch: exactly the improving commits, in order, with the descriptions as messages.
   auto log = shell("cd " + sh_quote(repo.string()) + " && git log --format=%s autoresearch/e2e");
