@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "daemon/decide/decision_report.h"
+#include "daemon/decide/memory.h"
 #include "daemon/exec/process_runner.h"
 #include "daemon/log.h"
 
@@ -249,6 +250,19 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     for (const auto& idea : ideas)
       os << "  " << idea.id << "  " << format_time(idea.created_at).substr(0, 16) << "  " << idea_outcome(idea) << "  "
          << clean(idea.text) << "\n";
+  }
+
+  // The research memory (decide/memory.h): where changes were tried most, and how often one was kept.
+  const std::vector<TriedRegion> regions = tally_regions(rows);
+  if (!regions.empty()) {
+    os << "most tried regions (tries, kept, keep rate):\n";
+    for (size_t i = 0; i < regions.size() && i < kTopRegions; ++i) {
+      const int kept = kept_count(regions[i]);
+      os << "  " << pad(std::to_string(regions[i].tries), 4, true) << "  " << pad(std::to_string(kept), 4, true) << "  "
+         << pad(fixed(100.0 * kept / regions[i].tries, 0) + "%", 4, true) << "  " << clean(regions[i].region) << "\n";
+    }
+    if (const size_t more = regions.size() > kTopRegions ? regions.size() - kTopRegions : 0; more > 0)
+      os << "  (" << more << " more region" << (more == 1 ? "" : "s") << ")\n";
   }
 
   std::vector<const ExperimentRow*> in_flight;

@@ -77,6 +77,30 @@ TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
   EXPECT_THAT(dead, HasSubstr("next start marks it interrupted"));
 }
 
+// The research memory's most tried regions, at most five, with their keep
+// rates; none before a finished change names a file.
+TEST_F(ReportTest, StatusShowsTheMostTriedRegionsAndTheirKeepRates) {
+  EXPECT_THAT(render_status(store, "t", std::nullopt, 1030.0), Not(HasSubstr("most tried regions")));
+  auto finished = [&](const std::string& function, const std::string& state) {
+    const int64_t id = store.create_experiment("t", false, kBase, "p1", "scripted", std::nullopt);
+    store.set_proposal(id, "change in " + function);
+    store.set_commit(id, kTwo, "--- a/trainer/train.cu\n+++ b/trainer/train.cu\n@@ -10,1 +10,1 @@ void " + function +
+                                   "() {\n-  x = 1;\n+  x = 2;\n");
+    store.finish(id, state, "", "");
+  };
+  for (const char* state : {status::kKept, status::kDiscarded, status::kDiscarded, status::kCrash}) finished("step", state);
+  finished("adam", status::kKept);
+  finished("adam", status::kDuplicate);
+  for (const char* f : {"f1", "f2", "f3", "f4"}) finished(f, status::kBuildFail);
+  const std::string s = render_status(store, "t", std::nullopt, 1030.0);
+  EXPECT_THAT(s, HasSubstr("most tried regions (tries, kept, keep rate):\n"
+                           "     4     1   25%  trainer/train.cu: step\n"
+                           "     2     1   50%  trainer/train.cu: adam\n"
+                           "     1     0    0%  trainer/train.cu: f4\n"));
+  EXPECT_THAT(s, HasSubstr("     1     0    0%  trainer/train.cu: f2\n  (1 more region)\n"));
+  EXPECT_THAT(s, Not(HasSubstr("trainer/train.cu: f1\n")));
+}
+
 // A stage without an estimate of its own (a build: its expected end is its
 // timeout) shows its timeout only; a candidate waiting for a decision shows no
 // elapsed time and no ends.

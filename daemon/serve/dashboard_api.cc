@@ -6,6 +6,7 @@
 
 #include "daemon/cli/report.h"
 #include "daemon/decide/decision_report.h"
+#include "daemon/decide/memory.h"
 
 namespace ard {
 namespace {
@@ -92,6 +93,20 @@ json api_status(Store& store, const DashboardView& view, double now) {
                      {"open", idea_open(idea)},
                      {"outcome", idea_outcome(idea)}});
 
+  // The most tried regions of the research memory (decide/memory.h), as `status` lists them.
+  json regions = json::array();
+  for (const TriedRegion& region : tally_regions(rows)) {
+    if (regions.size() >= kTopRegions) break;
+    const int kept = kept_count(region);
+    json outcomes = json::array();  // the most first
+    for (const auto& o : region.outcomes) outcomes.push_back({{"status", o.status}, {"count", o.count}});
+    regions.push_back({{"region", region.region},
+                       {"tries", region.tries},
+                       {"kept", kept},
+                       {"keep_rate", static_cast<double>(kept) / region.tries},
+                       {"outcomes", outcomes}});
+  }
+
   // σ judged as the engine and `status` judge it (run_evidence.h).
   const auto last_round = store.last_noise_estimate(view.tag);
   const NoiseStatus noise = noise_status(store.trials(view.tag), last_round && last_round->calibration > 0 ? 1 : 0,
@@ -122,6 +137,7 @@ json api_status(Store& store, const DashboardView& view, double now) {
         {"cost_usd", f.llm.cost_usd}}},
       {"lanes", lane_list},
       {"ideas", ideas},
+      {"regions", regions},
       {"noise",
        {{"sigma", noise.used ? json(noise.used->sigma) : json(nullptr)},
         {"df", noise.measured ? json(noise.measured->df) : json(nullptr)},

@@ -30,7 +30,10 @@ struct DashboardView {
 /// with what runs there and its progress to the expected end, and `noise`:
 /// σ as the keep rule uses it (`sigma`, null while not usable), its df,
 /// whether it is usable, its source ("measured", "prior" or null), the keep
-/// margin in σΔ and the line `status` prints.
+/// margin in σΔ and the line `status` prints; `regions`: the most tried
+/// regions of the research memory (decide/memory.h), at most kTopRegions,
+/// each with its tries, kept, keep_rate and its outcomes ({status, count},
+/// the most first).
 nlohmann::json api_status(Store& store, const DashboardView& view, double now);
 
 /// The tag's experiments with id > since, oldest first, without the large

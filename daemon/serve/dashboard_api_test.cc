@@ -142,6 +142,38 @@ TEST_F(DashboardApiTest, StatusListsTheTagsIdeasWithTheirOutcome) {
   EXPECT_NE(ideas[0]["outcome"], "waiting for the next proposal");
 }
 
+// The most tried regions of the memory: at most five, the most tried first, with their keep rates.
+TEST_F(DashboardApiTest, StatusListsTheMostTriedRegionsWithTheirKeepRates) {
+  EXPECT_TRUE(api_status(store, view, 1200.0)["regions"].empty());  // "-a\n+b\n" names no file
+  auto finished = [&](const std::string& function, const std::string& state) {
+    const int64_t id = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);
+    store.set_proposal(id, "change in " + function);
+    store.set_commit(id, kTwo, "--- a/trainer/train.cu\n+++ b/trainer/train.cu\n@@ -10,1 +10,1 @@ void " + function +
+                                   "() {\n-  x = 1;\n+  x = 2;\n");
+    store.finish(id, state, "", "");
+  };
+  finished("step", status::kKept);
+  finished("step", status::kDiscarded);
+  finished("step", status::kDiscarded);
+  finished("step", status::kCrash);
+  finished("adam", status::kDiscarded);
+  finished("adam", status::kKept);
+  for (const char* f : {"f1", "f2", "f3", "f4"}) finished(f, status::kDiscarded);
+  const json regions = api_status(store, view, 1200.0)["regions"];
+  ASSERT_EQ(regions.size(), 5u);  // six regions tried: the top five
+  EXPECT_EQ(regions[0]["region"], "trainer/train.cu: step");
+  EXPECT_EQ(regions[0]["tries"], 4);
+  EXPECT_EQ(regions[0]["kept"], 1);
+  EXPECT_DOUBLE_EQ(regions[0]["keep_rate"].get<double>(), 0.25);
+  EXPECT_EQ(regions[0]["outcomes"], json::parse(R"([{"status": "discarded", "count": 2}, {"status": "kept", "count": 1},
+                                                   {"status": "crash", "count": 1}])"));
+  EXPECT_EQ(regions[1]["region"], "trainer/train.cu: adam");
+  EXPECT_DOUBLE_EQ(regions[1]["keep_rate"].get<double>(), 0.5);
+  EXPECT_EQ(regions[2]["region"], "trainer/train.cu: f4");  // ties of one try: the most recent first
+  // The other tag's changes are not this tag's memory.
+  EXPECT_TRUE(api_status(store, DashboardView{"u", std::nullopt, false}, 1200.0)["regions"].empty());
+}
+
 TEST_F(DashboardApiTest, TheDataStepIsInTheStatusWhileItRuns) {
   const double now = 5000;
   EXPECT_TRUE(api_status(store, view, now)["data_step"].is_null());  // no daemon

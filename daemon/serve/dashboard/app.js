@@ -207,6 +207,16 @@ function renderIdeas(s) {
   $('#idea-form').hidden = !s.allow_actions;
 }
 
+/// The research memory's most tried regions (file and function or block of lines) and their keep rates.
+function renderRegions(s) {
+  const rows = (s.regions || []).map((r) => el('tr', { 'data-region': r.region },
+    el('td', {}, r.region), el('td', {}, String(r.tries)), el('td', {}, String(r.kept)),
+    el('td', {}, Math.round(100 * r.keep_rate) + '%'),
+    el('td', {}, r.outcomes.map((o) => o.count + ' ' + o.status).join(', '))));
+  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '5' }, 'no change finished yet')));
+  $('#regions tbody').replaceChildren(...rows);
+}
+
 async function refreshOverview() {
   const s = await getJSON('/api/status');
   // Ask again for everything from the oldest row still in flight, so rows
@@ -220,6 +230,7 @@ async function refreshOverview() {
   renderFigures(s);
   renderLanes(s);
   renderIdeas(s);
+  renderRegions(s);
   renderTable();
   renderChart();
 }
