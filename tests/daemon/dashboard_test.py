@@ -25,6 +25,7 @@ usage: dashboard_test.py AUTORESEARCHD FAKE_TRAINER
 import base64
 import html.parser
 import json
+import math
 import os
 import shutil
 import socket
@@ -129,7 +130,8 @@ class Dom(html.parser.HTMLParser):
     def __init__(self, text):
         super().__init__()
         self.rows, self.canvas, self.imgs, self.title = [], None, 0, ""
-        self._row, self._cell, self._in_h1 = None, None, False
+        self.regions = []  # the most tried regions' rows: data-region, then its cells
+        self._row, self._cell, self._in_h1, self._region = None, None, False, False
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -140,6 +142,9 @@ class Dom(html.parser.HTMLParser):
             self.canvas = a
         if tag == "tr" and "data-id" in a:
             self._row = [a["data-id"]]
+        if tag == "tr" and "data-region" in a:
+            self._row = [a["data-region"]]
+            self._region = True
         if tag == "td" and self._row is not None:
             self._cell = ""
         if tag == "h1":
@@ -150,8 +155,8 @@ class Dom(html.parser.HTMLParser):
             self._row.append(self._cell)
             self._cell = None
         if tag == "tr" and self._row is not None:
-            self.rows.append(self._row)
-            self._row = None
+            (self.regions if self._region else self.rows).append(self._row)
+            self._row, self._region = None, False
         if tag == "h1":
             self._in_h1 = False
 
@@ -369,6 +374,13 @@ port = {cls.embedded_port}
         self.assertEqual(dict(legend)["kept"], "#2e7d32")
         if "discarded" in dict(legend):
             self.assertEqual(dict(legend)["discarded"], "#9e9e9e")
+        # The most tried regions: the API's, as a table (region, tries, kept, keep rate, outcomes).
+        status = json.load(urllib.request.urlopen(self.url + "api/status"))
+        self.assertTrue(status["regions"])
+        self.assertEqual([r[0] for r in dom.regions], [r["region"] for r in status["regions"]])
+        for cells, r in zip(dom.regions, status["regions"]):
+            rate = "%d%%" % math.floor(100 * r["keep_rate"] + 0.5)  # as Math.round
+            self.assertEqual(cells[1:5], [r["region"], str(r["tries"]), str(r["kept"]), rate])
 
     def test_hostile_description_renders_inert(self):
         dom = Dom(self.dump("/"))
