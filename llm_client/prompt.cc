@@ -329,11 +329,11 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   // The goal (first_request_tokens): the history and the failure give way to
   // it first, down to their minimums (the best row; the failure's first and
   // last lines); the usual assembly at today's tree, so not logged as a cut.
-  // The tried-before section keeps its allowance: it gives way to the limit
-  // only (above), where it goes first.
-  // Then headers whole, smallest first, while it holds.
+  // Then headers whole, smallest first, while it holds. The tried-before
+  // section is outside the goal: the goal neither cuts it nor makes the
+  // history give way to it; it gives way to the limit only (above), first.
   const long goal = std::min(config.first_request_tokens + plan.reads, limit);
-  if (long excess = total(plan) - goal; excess > 0) {
+  if (long excess = total(plan) - plan.tried - goal; excess > 0) {
     long h = std::max(std::min(plan.history, kMinHistoryTokens), plan.history - excess);
     excess -= plan.history - h;
     plan.history = h;
@@ -341,13 +341,13 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
     plan.failure_chars = std::max<long>(failure_floor, static_cast<long>(plan.failure_chars) - std::max(0L, excess) * 4);
   }
   std::vector<const ard::EditableFile*> extra;
-  long used = total(plan);
+  long used = total(plan) - plan.tried;
   std::vector<const ard::EditableFile*> by_size = headers;
   std::stable_sort(by_size.begin(), by_size.end(),
                    [](auto* a, auto* b) { return a->content.size() < b->content.size(); });
   for (const auto* f : by_size) {
     long cost = estimate_tokens(fenced(f->path, f->content)) - estimate_tokens(map_line(*f, plan.detail));
-    if (used + cost > goal) break;
+    if (used + cost > goal || used + plan.tried + cost > limit) break;
     extra.push_back(f);
     used += cost;
   }

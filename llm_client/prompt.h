@@ -14,8 +14,9 @@
 //            4. program.md                       <- cache breakpoint here
 //            5. the history table, within history_tokens
 //            6. what was tried before, by region (tried_section), within
-//               half of history_tokens; it keeps that allowance under the
-//               goal, and is the first thing cut when the limit is short
+//               half of history_tokens; outside the goal (the goal
+//               neither cuts it nor makes the history give way to it), and
+//               the first thing cut when the limit is short
 //            7. the last failure, cut in the middle to fit
 //
 // The first prompt leaves the READ reserve (llm.read_bytes) free. When the

@@ -243,6 +243,34 @@ TEST(Prompt, TriedBeforeIsCutFirstBeforeTheHistory) {
   EXPECT_TRUE(history_went);
 }
 
+// The goal (first_request_tokens) neither cuts the tried-before section nor
+// makes the history give way to it: without the section, the request fills
+// the goal as it would without the memory.
+TEST(Prompt, TriedBeforeIsOutsideTheFirstRequestGoal) {
+  ard::ProposalContext c;
+  c.experiment_id = 400;
+  c.program_md = "Lower val_bpb.\n";
+  c.files = {{"trainer/train.cu", "// The training program.\n" + std::string(8000, 'x') + "\n"}};
+  for (int i = 1; i <= 300; ++i) c.history.push_back(entry(i, 1.0, "discarded", "idea number " + std::to_string(i)));
+  c.last_failure = ard::Failure{"crash", std::string(50000, 'e')};  // fills its allowance
+  c.tried = memory(40);
+  LlmConfig cfg;
+  cfg.first_request_tokens = 5000;  // the history gives way, but not down to its floor
+  const Prompt p = build_prompt(c, cfg);
+  EXPECT_TRUE(p.cuts.empty()) << cut_note(p, cfg);
+  const std::string& u = p.conversation.messages[0].content;
+  const size_t tried = u.find("# Tried before"), failed = u.find("# The last attempt failed");
+  ASSERT_NE(tried, std::string::npos);
+  const std::string section = u.substr(tried, failed - tried);
+  EXPECT_GT(estimate_tokens(section), cfg.history_tokens / 2 - 60);  // whole
+  const std::string history = u.substr(u.find("# Past experiments"), tried - u.find("# Past experiments"));
+  EXPECT_NE(history.find("older experiments not shown"), std::string::npos);  // the goal cut the history...
+  EXPECT_GT(std::count(history.begin(), history.end(), '\n'), 20);            // ...not to its floor
+  const long without = estimate_tokens(render(p.conversation)) - estimate_tokens(section);
+  EXPECT_LE(without, cfg.first_request_tokens);
+  EXPECT_GE(without, cfg.first_request_tokens - 200) << "the history gave way to the section";
+}
+
 TEST(Prompt, LeavesTheReadReserveSurfaceWholeHeadersThatFitTheRestMapped) {
   ard::ProposalContext c = big_tree();
   LlmConfig cfg = small_config();
