@@ -204,14 +204,20 @@ LlmConfig small_config() {
   return cfg;
 }
 
-// As the limit falls, the tried-before section goes first, before any history row.
-TEST(Prompt, TriedBeforeIsCutFirstBeforeTheHistory) {
+/// The surface of surface_bytes, 300 history rows, a memory of 40 regions.
+ard::ProposalContext remembering_tree(size_t surface_bytes) {
   ard::ProposalContext c;
   c.experiment_id = 400;
   c.program_md = "Lower val_bpb.\n";
-  c.files = {{"trainer/train.cu", "// The training program.\n" + std::string(20000, 'x') + "\n"}};
+  c.files = {{"trainer/train.cu", "// The training program.\n" + std::string(surface_bytes, 'x') + "\n"}};
   for (int i = 1; i <= 300; ++i) c.history.push_back(entry(i, 1.0, "discarded", "idea number " + std::to_string(i)));
   c.tried = memory(40);
+  return c;
+}
+
+// As the limit falls, the tried-before section goes first, before any history row.
+TEST(Prompt, TriedBeforeIsCutFirstBeforeTheHistory) {
+  ard::ProposalContext c = remembering_tree(20000);
   LlmConfig cfg = small_config();
   cfg.first_request_tokens = 100000;  // no goal: the limit alone
   const Prompt whole = build_prompt(c, cfg, 14000);
@@ -247,13 +253,8 @@ TEST(Prompt, TriedBeforeIsCutFirstBeforeTheHistory) {
 // makes the history give way to it: without the section, the request fills
 // the goal as it would without the memory.
 TEST(Prompt, TriedBeforeIsOutsideTheFirstRequestGoal) {
-  ard::ProposalContext c;
-  c.experiment_id = 400;
-  c.program_md = "Lower val_bpb.\n";
-  c.files = {{"trainer/train.cu", "// The training program.\n" + std::string(8000, 'x') + "\n"}};
-  for (int i = 1; i <= 300; ++i) c.history.push_back(entry(i, 1.0, "discarded", "idea number " + std::to_string(i)));
+  ard::ProposalContext c = remembering_tree(8000);
   c.last_failure = ard::Failure{"crash", std::string(50000, 'e')};  // fills its allowance
-  c.tried = memory(40);
   LlmConfig cfg;
   cfg.first_request_tokens = 5000;  // the history gives way, but not down to its floor
   const Prompt p = build_prompt(c, cfg);
