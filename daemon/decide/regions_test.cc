@@ -14,6 +14,15 @@ std::string git_header(const std::string& path) {
   return "diff --git a/" + path + " b/" + path + "\nindex 1111111..2222222 100644\n--- a/" + path + "\n+++ b/" + path + "\n";
 }
 
+/// Each region as "text | key".
+std::vector<std::string> shown(const std::vector<DiffRegion>& regions) {
+  std::vector<std::string> out;
+  for (const auto& r : regions) out.push_back(region_text(r) + " | " + r.key);
+  return out;
+}
+
+using Shown = std::vector<std::string>;
+
 TEST(DiffRegions, AnEmptyDiffHasNone) {
   EXPECT_TRUE(diff_regions("").empty());
   EXPECT_TRUE(diff_regions("\n\n").empty());
@@ -84,11 +93,8 @@ TEST(DiffRegions, WithoutASectionHeaderTheBlockOfTheFirstChangedLine) {
                         "+int y = 2;\n"
                         " int z = 3;\n";
   const auto r = diff_regions(d);
-  ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0].key, "trainer/train.cu: lines 1-50");
-  EXPECT_EQ(region_text(r[0]), "trainer/train.cu:1-3");
-  EXPECT_EQ(r[1].key, "trainer/train.cu: lines 101-150");  // line 150
-  EXPECT_EQ(region_text(r[1]), "trainer/train.cu:149-151");
+  EXPECT_EQ(shown(r), (Shown{"trainer/train.cu:1-3 | trainer/train.cu: lines 1-50",
+                             "trainer/train.cu:149-151 | trainer/train.cu: lines 101-150"}));  // line 150
   EXPECT_EQ(region_keys(r), (std::vector<std::string>{"trainer/train.cu: lines 1-50", "trainer/train.cu: lines 101-150"}));
 }
 
@@ -109,12 +115,9 @@ TEST(DiffRegions, SeveralFilesEachWithTheirHunks) {
                         "-  b();\n"
                         "   c();\n";
   const auto r = diff_regions(d);
-  ASSERT_EQ(r.size(), 3u);
-  EXPECT_EQ(region_text(r[0]), "trainer/model/optim.cu:10-12");
-  EXPECT_EQ(r[0].key, "trainer/model/optim.cu: adamw_step");
-  EXPECT_EQ(region_text(r[1]), "trainer/train.cu:200-201");
-  EXPECT_EQ(r[1].key, "trainer/train.cu: main");
-  EXPECT_EQ(region_text(r[2]), "trainer/train.cu:300-301");
+  EXPECT_EQ(shown(r), (Shown{"trainer/model/optim.cu:10-12 | trainer/model/optim.cu: adamw_step",
+                             "trainer/train.cu:200-201 | trainer/train.cu: main",
+                             "trainer/train.cu:300-301 | trainer/train.cu: main"}));
   EXPECT_EQ(region_keys(r).size(), 2u);  // both hunks of main are one key
 }
 
@@ -161,16 +164,10 @@ TEST(DiffRegions, ANewFileADeletedFileAndARename) {
       "@@ -5,1 +5,1 @@ struct Tile {\n"
       "-  int w = 64;\n"
       "+  int w = 128;\n";
-  const auto r = diff_regions(d);
-  ASSERT_EQ(r.size(), 4u);
-  EXPECT_EQ(region_text(r[0]), "trainer/model/new_kernel.cu:1-3");
-  EXPECT_EQ(r[0].key, "trainer/model/new_kernel.cu (new file)");
-  EXPECT_EQ(region_text(r[1]), "trainer/model/old.cu");
-  EXPECT_EQ(r[1].key, "trainer/model/old.cu (deleted)");
-  EXPECT_EQ(region_text(r[2]), "trainer/model/b.cuh");  // a rename alone: the whole file
-  EXPECT_EQ(r[2].key, "trainer/model/b.cuh");
-  EXPECT_EQ(region_text(r[3]), "trainer/model/d.cuh:5");
-  EXPECT_EQ(r[3].key, "trainer/model/d.cuh: struct Tile");
+  EXPECT_EQ(shown(diff_regions(d)), (Shown{"trainer/model/new_kernel.cu:1-3 | trainer/model/new_kernel.cu (new file)",
+                                            "trainer/model/old.cu | trainer/model/old.cu (deleted)",
+                                            "trainer/model/b.cuh | trainer/model/b.cuh",  // a rename alone: the whole file
+                                            "trainer/model/d.cuh:5 | trainer/model/d.cuh: struct Tile"}));
 }
 
 TEST(DiffRegions, APlainDiffWithoutGitsHeadersAndARemovedLineThatLooksLikeAHeader) {
@@ -187,12 +184,8 @@ TEST(DiffRegions, APlainDiffWithoutGitsHeadersAndARemovedLineThatLooksLikeAHeade
       "@@ -7 +7 @@\n"
       "-a\n"
       "+b\n";
-  const auto r = diff_regions(d);
-  ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(region_text(r[0]), "trainer/train.cu:1-2");
-  EXPECT_EQ(r[0].key, "trainer/train.cu: f");
-  EXPECT_EQ(region_text(r[1]), "trainer/model/m.cu:7");
-  EXPECT_EQ(r[1].key, "trainer/model/m.cu: lines 1-50");
+  EXPECT_EQ(shown(diff_regions(d)),
+            (Shown{"trainer/train.cu:1-2 | trainer/train.cu: f", "trainer/model/m.cu:7 | trainer/model/m.cu: lines 1-50"}));
 }
 
 // The diffs the daemon stores come from libgit2: its section headers name the function.
@@ -210,14 +203,11 @@ TEST(DiffRegions, ADiffAsTheDaemonMakesIt) {
   edited.replace(edited.find("0.01f"), 5, "0.02f");
   const std::string commit = repo.commit_writes(base, {{"trainer/train.cu", edited}, {"trainer/model/k.cuh", "int k;\n"}},
                                                 "m", "");
-  const auto r = diff_regions(repo.diff(base, commit));
-  ASSERT_EQ(r.size(), 3u) << repo.diff(base, commit);
-  EXPECT_EQ(r[0].key, "trainer/model/k.cuh (new file)");
-  EXPECT_EQ(region_text(r[0]), "trainer/model/k.cuh:1");
-  EXPECT_EQ(r[1].key, "trainer/train.cu: lines 1-50");  // the constant, before any function
-  EXPECT_EQ(region_text(r[1]), "trainer/train.cu:1-5");
-  EXPECT_EQ(r[2].key, "trainer/train.cu: train_step");  // from the hunk's section header
-  EXPECT_EQ(region_text(r[2]), "trainer/train.cu:17-23");
+  EXPECT_EQ(shown(diff_regions(repo.diff(base, commit))),
+            (Shown{"trainer/model/k.cuh:1 | trainer/model/k.cuh (new file)",
+                   "trainer/train.cu:1-5 | trainer/train.cu: lines 1-50",         // the constant, before any function
+                   "trainer/train.cu:17-23 | trainer/train.cu: train_step"}))  // from the hunk's section header
+      << repo.diff(base, commit);
 }
 
 TEST(DefinitionName, FunctionsTypesAndWhatIsNeither) {
