@@ -359,10 +359,13 @@ TEST_F(FaultsE2E, AfterKillNineTheInterruptedExperimentEndsWhenTheDaemonDied) {
   const double killed_at = now_seconds();
   std::this_thread::sleep_for(std::chrono::seconds(3));
   pid = spawn_daemon();
-  // Marked interrupted at the restart, then run again (resume.h): either may be what the poll sees.
-  wait_for([](const auto& r) { return !r.empty() && (r[0].state == "interrupted" || r[0].resumes >= 1); });
+  // Marked interrupted at the restart (reconcile), then run again (resume.h) once the new session
+  // began: the poll waits for that session, after which the row may read either.
+  const auto log_file = repo / ".autoresearchd/daemon.log";
+  for (int i = 0; i < 300 && read_file(log_file).find("session 2:") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   stop_daemon(pid);
-  EXPECT_THAT(testing::read_file(repo / ".autoresearchd/daemon.log"), HasSubstr("reconcile: #1 marked interrupted"));
+  EXPECT_THAT(read_file(log_file), HasSubstr("reconcile: #1 marked interrupted"));
   Store store(db_path().string());
   auto sessions = store.sessions("e2e");
   ASSERT_GE(sessions.size(), 2u);
