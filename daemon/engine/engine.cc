@@ -648,7 +648,7 @@ void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
   const std::string diff = repo_->diff(c->parent, commit);
   store_.set_commit(id, commit, diff);
   c->commit = commit;
-  if (auto dup = duplicate_of(*c, diff))
+  if (auto dup = duplicate_among(store_.experiments(config_.tag), id, diff, config_.dedup.threshold))
     return fail(*c, status::kDuplicate, dup->reason, "",
                 "this change " + dup->reason + ": it was not run. Propose a change not tried before.");
   c->phase = Phase::kCommitted;
@@ -670,20 +670,6 @@ std::string Engine::idea_for(int64_t id) {
       return idea.text;
     }
   return "";
-}
-
-std::optional<DuplicateOf> Engine::duplicate_of(const Candidate& c, const std::string& diff) {
-  std::vector<EarlierChange> earlier;
-  std::vector<int64_t> fix_chain;
-  std::map<int64_t, std::optional<int64_t>> fix_of;
-  for (const auto& r : store_.experiments(config_.tag)) {
-    fix_of[r.id] = r.fix_of;
-    if (r.id == c.id || r.is_baseline || r.diff.empty()) continue;
-    earlier.push_back({r.id, r.diff, r.state, r.description});
-  }
-  // A fix carries the failed change it repairs: the chain it fixes is not compared.
-  for (auto of = fix_of[c.id]; of && fix_chain.size() < fix_of.size(); of = fix_of[*of]) fix_chain.push_back(*of);
-  return find_duplicate(diff, earlier, config_.dedup.threshold, fix_chain);
 }
 
 // ---------------------------------------------------------------- builds

@@ -78,7 +78,6 @@
 
 #include "daemon/config.h"
 #include "daemon/decide/circuit_breaker.h"
-#include "daemon/decide/duplicates.h"
 #include "daemon/decide/noise_rounds.h"
 #include "daemon/engine/executor.h"
 #include "daemon/engine/proposal_desk.h"
@@ -218,8 +217,6 @@ class Engine {
   /// The researcher's idea proposal `id` is asked to try: the one its row is linked to
   /// already, else the oldest open one (linked now), else "".
   std::string idea_for(int64_t id);
-  /// The earlier change of the tag, finished or in flight, that c's (its diff) repeats (duplicates.h).
-  std::optional<DuplicateOf> duplicate_of(const Candidate& c, const std::string& diff);
   void start_builds();
   void start_build(Candidate& c, int slot);
   void start_trainings();

@@ -2,6 +2,7 @@
 #include "daemon/engine/proposal_desk.h"
 
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -53,6 +54,21 @@ std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& row
     out.push_back(std::move(h));
   }
   return out;
+}
+
+std::optional<DuplicateOf> duplicate_among(const std::vector<ExperimentRow>& rows, int64_t id,
+                                           const std::string& diff, double threshold) {
+  std::vector<EarlierChange> earlier;
+  std::map<int64_t, std::optional<int64_t>> fix_of;
+  for (const auto& r : rows) {
+    fix_of[r.id] = r.fix_of;
+    if (r.id == id || r.is_baseline || r.diff.empty()) continue;
+    earlier.push_back({r.id, r.diff, r.state, r.description});
+  }
+  // A fix carries the failed change it repairs: the chain it fixes is not compared.
+  std::vector<int64_t> fix_chain;
+  for (auto of = fix_of[id]; of && fix_chain.size() < fix_of.size(); of = fix_of[*of]) fix_chain.push_back(*of);
+  return find_duplicate(diff, earlier, threshold, fix_chain);
 }
 
 std::string noise_note(double z, const NoiseEstimate& noise) {

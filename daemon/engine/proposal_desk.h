@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/decide/duplicates.h"
 #include "daemon/decide/memory.h"  // tried_memory: what was tried where, for ProposalContext::tried
 #include "daemon/decide/noise.h"
 #include "daemon/exec/environment_fault.h"
@@ -87,6 +88,14 @@ std::string description_line(const std::string& text);
 /// The history a proposer is given: every finished experiment of `rows`, in
 /// their order, its description as status shows it (a proposer error says so).
 std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& rows);
+
+/// The earlier change of the tag that experiment id's diff repeats
+/// (duplicates.h, find_duplicate at threshold): rows are the tag's
+/// experiments, finished or in flight; the baseline, rows without a diff and
+/// the failed changes that id's fix chain repairs (fix_of, fix_of of that, ...)
+/// are not compared.
+std::optional<DuplicateOf> duplicate_among(const std::vector<ExperimentRow>& rows, int64_t id,
+                                           const std::string& diff, double threshold);
 
 /// The proposer's noise note: "Differences below zσ = X are noise (σ = S, ...)."
 std::string noise_note(double z, const NoiseEstimate& noise);

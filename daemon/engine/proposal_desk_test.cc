@@ -68,6 +68,35 @@ TEST(ProposalHistory, FinishedExperimentsOnlyInOrder) {
   EXPECT_EQ(history[1].description, "(proposer error: every attempt failed to apply)");  // never ""
 }
 
+// A change is compared with every other row's diff, finished or in flight,
+// but not with the baseline nor with the failed changes its fix chain repairs.
+TEST(DuplicateAmong, EveryEarlierChangeButTheBaselineAndTheChainAFixRepairs) {
+  const std::string diff =
+      "--- a/trainer/train.cu\n+++ b/trainer/train.cu\n@@ -1,1 +1,1 @@\n-lr = 0.01\n+lr = 0.02\n";
+  auto row = [&](int64_t id, const std::string& state, std::optional<int64_t> fix_of = std::nullopt) {
+    ExperimentRow r;
+    r.id = id;
+    r.state = state;
+    r.diff = diff;
+    r.description = "raise lr";
+    r.fix_of = fix_of;
+    return r;
+  };
+  ExperimentRow base = row(1, status::kKept);
+  base.is_baseline = true;
+  // #2 failed to build, #3 fixed it and failed too, #4 fixes #3: neither is what #4 repeats.
+  const std::vector<ExperimentRow> chain = {base, row(2, status::kBuildFail), row(3, status::kBuildFail, 2),
+                                            row(4, "committed", 3)};
+  EXPECT_FALSE(duplicate_among(chain, 4, diff, 0.9));
+  // The same change in flight as #5 is what a new #6 repeats.
+  std::vector<ExperimentRow> rows = {base, row(5, "running"), row(6, "committed")};
+  auto dup = duplicate_among(rows, 6, diff, 0.9);
+  ASSERT_TRUE(dup);
+  EXPECT_EQ(dup->id, 5);
+  rows[1].diff.clear();  // never committed: nothing to compare
+  EXPECT_FALSE(duplicate_among(rows, 6, diff, 0.9));
+}
+
 TEST(NoiseNote, SaysTheMarginAndWhereSigmaComesFrom) {
   EXPECT_EQ(noise_note(2, NoiseEstimate{0.01, 5, false}),
             "Differences below 2σ = 0.02 are noise (σ = 0.01, from repeated runs of the same commit).");
