@@ -2,6 +2,7 @@
 #include "daemon/data/data_prep.h"
 
 #include <sstream>
+#include <thread>
 
 #include "daemon/data/data_inputs.h"
 #include "daemon/exec/process_groups.h"
@@ -101,6 +102,22 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
   if (dir.empty()) throw FatalError("data: prepare printed no 'data_dir:' line [log " + prep.log.string() + "]");
   log("data: data_dir " + dir);
   return dir;
+}
+
+void prepare_data_on_thread(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
+                            Log& log, Store& store, StopFlag* stop,
+                            std::function<void(std::function<void()>)> post,
+                            std::function<void(const std::string& dir, const std::string& error)> done) {
+  std::thread([&config, worktree, &state, &log, &store, stop, post = std::move(post), done = std::move(done)] {
+    std::string dir, error;
+    try {
+      PosixProcessRunner runner(stop);
+      dir = prepare_data(config, worktree, state, runner, log, &store);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    post([done, dir, error] { done(dir, error); });
+  }).detach();
 }
 
 }  // namespace ard

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "daemon/config.h"
@@ -23,5 +24,14 @@ std::string prepare_command(const Config& config);
 /// its command runs, so a restart after a SIGKILL kills a prepare left running.
 std::string prepare_data(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
                          ProcessRunner& runner, Log& log, Store* store = nullptr);
+
+/// prepare_data on a thread of its own, its children ended by stop; then
+/// done(dir, error) is handed to post (which runs it on the caller's loop).
+/// error: what the step threw, "" when it succeeded. The store records the
+/// groups from that thread (its connection is in SQLite's serialized mode).
+void prepare_data_on_thread(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
+                            Log& log, Store& store, StopFlag* stop,
+                            std::function<void(std::function<void()>)> post,
+                            std::function<void(const std::string& dir, const std::string& error)> done);
 
 }  // namespace ard

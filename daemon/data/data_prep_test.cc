@@ -4,6 +4,8 @@
 
 #include <gmock/gmock.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "daemon/exec/process_groups.h"
@@ -116,6 +118,38 @@ TEST_F(DataPrepTest, FailuresCarryPreparesOwnErrorLine) {
     EXPECT_THAT(e.what(), HasSubstr("does not build"));
     EXPECT_THAT(e.what(), HasSubstr("x.cc:1: error: nope"));
   }
+}
+
+// On a thread of its own, the step's end comes back through post (to run on
+// the caller's loop): its data directory, or the error that stopped it.
+TEST_F(DataPrepTest, OnAThreadItsEndIsPostedBack) {
+  Store store((dir / "results.db").string());
+  StopFlag stop;
+  // Runs the step on its thread, waits for its post, and runs what was posted here.
+  auto run = [&] {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::function<void()> posted;
+    std::pair<std::string, std::string> end;
+    prepare_data_on_thread(
+        config, worktree, state, log, store, &stop,
+        [&](std::function<void()> f) {
+          std::lock_guard<std::mutex> lock(mutex);
+          posted = std::move(f);
+          cv.notify_one();
+        },
+        [&](const std::string& d, const std::string& e) { end = {d, e}; });
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return static_cast<bool>(posted); });
+    posted();
+    return end;
+  };
+  write_prepare("echo 'data_dir: /d'\n");
+  EXPECT_EQ(run(), std::make_pair(std::string("/d"), std::string()));
+  write_prepare("echo 'no space left' >&2\nexit 3\n");
+  const auto failed = run();
+  EXPECT_EQ(failed.first, "");
+  EXPECT_THAT(failed.second, HasSubstr("no space left"));
 }
 
 }  // namespace

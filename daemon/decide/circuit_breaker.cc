@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "daemon/log.h"
+#include "daemon/store/experiment_state.h"
 #include "daemon/util/clock.h"
 
 namespace ard {
@@ -19,6 +20,13 @@ std::string first_line(const std::string& text) {
 
 CircuitBreaker::CircuitBreaker(BreakerConfig config, std::function<double()> clock)
     : config_(config), clock_(clock ? std::move(clock) : std::function<double()>(now_seconds)) {}
+
+void CircuitBreaker::record_end(const std::string& final_status, const std::string& error) {
+  auto is = [&](ExperimentState s) { return final_status == to_string(s); };
+  if (is(ExperimentState::kKept) || is(ExperimentState::kDiscarded)) return record_success();
+  if (is(ExperimentState::kInterrupted) || is(ExperimentState::kConflict) || is(ExperimentState::kDuplicate)) return;
+  record_failure(final_status, error);
+}
 
 void CircuitBreaker::record_success() {
   streak_ = 0;

@@ -36,6 +36,11 @@ class CircuitBreaker {
   /// An experiment failed with a final status and its error (only the first
   /// line counts: later lines carry times and addresses that differ).
   void record_failure(const std::string& status, const std::string& error);
+  /// An experiment ended as final_status (experiment_state.h): kept or
+  /// discarded is a success; interrupted, conflict and duplicate count for
+  /// nothing (a stop, another worker's keep, a change never run); anything
+  /// else is a failure with error.
+  void record_end(const std::string& final_status, const std::string& error);
   /// The machine is at fault (disk full, store error, no GPU): pauses at once.
   void record_environment_fault(const std::string& reason);
 

@@ -82,5 +82,22 @@ TEST(FirstLine, Trims) {
   EXPECT_EQ(first_line(""), "");
 }
 
+TEST_F(BreakerTest, AnEndCountsAsItsStatusSays) {
+  for (const char* nothing : {"interrupted", "conflict", "duplicate"}) {
+    breaker.record_end("crash", "a");
+    breaker.record_end("crash", "a");
+    breaker.record_end(nothing, "a");  // neither a failure nor a success: the run of failures goes on
+    breaker.record_end("crash", "a");
+    ASSERT_TRUE(breaker.paused()) << nothing;
+    breaker.record_end("discarded", "");  // a success closes it
+    EXPECT_FALSE(breaker.paused()) << nothing;
+  }
+  breaker.record_end("timeout", "t");
+  breaker.record_end("timeout", "t");
+  breaker.record_end("kept", "");
+  breaker.record_end("timeout", "t");
+  EXPECT_FALSE(breaker.paused());
+}
+
 }  // namespace
 }  // namespace ard

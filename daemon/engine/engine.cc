@@ -15,7 +15,6 @@
 #include <chrono>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "daemon/data/data_prep.h"
 #include "daemon/decide/keep_rule.h"
@@ -31,12 +30,10 @@
 #include "daemon/engine/repeat_plan.h"
 #include "daemon/engine/run_plan.h"
 #include "daemon/engine/slurm_run_executor.h"
-#include "daemon/exec/process_groups.h"
 #include "daemon/fatal_error.h"
 #include "daemon/program_file.h"
 #include "daemon/slurm/slurm_client.h"
 #include "daemon/slurm/slurm_recovery.h"
-#include "daemon/store/evaluated_reconcile.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/text.h"
 
@@ -54,13 +51,19 @@ constexpr int kMaxFaultReruns = 2;
 
 std::chrono::steady_clock::duration seconds(double s) { return steady_seconds(s); }
 
-}  // namespace
+/// Runs f; should it throw (a store write met a fault of the machine), the
+/// candidate's run is not waited for (recover puts it back) and the throw goes on.
+template <typename Candidate, typename F>
+void not_running_on_throw(Candidate& c, F f) {
+  try {
+    f();
+  } catch (...) {
+    c.running = false;
+    throw;
+  }
+}
 
-struct Engine::ProposalDone {
-  int64_t id = 0;
-  std::optional<Fix> fix;
-  ProposalResult result;
-};
+}  // namespace
 
 Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state, Store& store, Proposer& proposer,
                Log& log, std::vector<std::string> gpus, std::unique_ptr<Executor> executor)
@@ -74,21 +77,23 @@ Engine::Engine(asio::io_context& io, const Config& config, const StateDir& state
       env_(scrubbed_env(config.env_pass)),
       branch_ref_("refs/heads/autoresearch/" + config.tag),
       signals_(io, SIGTERM, SIGINT),
-      retry_timer_(io),
       stop_deadline_(io),
       fault_timer_(io),
-      store_check_timer_(io),
-      mailbox_(std::make_shared<Mailbox>(io)),
+      store_watch_(io, store, kStoreCheckS,
+                   [this](const std::string& problem) {
+                     store_lost_ = true;
+                     fatal(problem + "; stopping so nothing is written to the lost file");
+                   }),
       breaker_(BreakerConfig{}, now_seconds),
       fault_pause_(config.retry_wait_s),
-      cancel_(std::make_shared<std::atomic<bool>>(false)),
-      threads_inside_(std::make_shared<std::atomic<int>>(0)),
+      mailbox_(std::make_shared<Mailbox>(io)),
+      proposals_(std::make_unique<Proposals>(io, config, store, proposer, log,
+                                             [this](const ProposalOutcome& o) { on_proposal(o); },
+                                             [this] { schedule_pump(); })),
       executor_(executor ? std::move(executor) : std::make_unique<LocalExecutor>(io)) {
   if (gpus.empty()) gpus.push_back("");
   for (auto& g : gpus) workers_.push_back({std::move(g), 0});
-  std::vector<std::string> ids;
-  for (const auto& w : workers_) ids.push_back(w.gpu);
-  rounds_ = std::make_unique<NoiseRounds>(ids, calibrates_boards(config_));
+  rounds_ = std::make_unique<NoiseRounds>(gpu_ids(), calibrates_boards(config_));
 }
 
 Engine::~Engine() { mailbox_->close(); }
@@ -97,6 +102,7 @@ int Engine::run() {
   state_.create();
   repo_ = std::make_unique<GitRepo>(config_.repo);
   repo_->exclude("/.autoresearchd/");
+  proposals_->open(*repo_);
   // SIGTERM and SIGINT are taken from here on: open_slots looks at them between checkouts,
   // which take seconds with many GPUs and a deep lookahead.
   signals_.async_wait([this](const boost::system::error_code& e, int sig) {
@@ -109,11 +115,11 @@ int Engine::run() {
   reconcile();
   if (!open_slots()) {  // stopped during the checkouts: nothing began; the stop finishes on the loop
     io_.run();
-    return threads_inside_->load();
+    return proposals_->threads_inside();
   }
   session_ = store_.begin_session(config_.tag, getpid());
   std::string gpu_list;
-  for (const auto& w : workers_) gpu_list += (gpu_list.empty() ? "" : ",") + w.gpu;
+  for (const auto& gpu : gpu_ids()) gpu_list += (gpu_list.empty() ? "" : ",") + gpu;
   store_.set_session_gpus(session_, gpu_list);
   log_("session " + std::to_string(session_) + ": tag " + config_.tag + ", branch autoresearch/" + config_.tag +
        ", best " + short_commit(best_commit_) + ", proposer " + proposer_.name() + ", " +
@@ -121,7 +127,7 @@ int Engine::run() {
                                      : std::to_string(workers_.size()) + " GPU worker(s): " + gpu_list));
   if (config_.data.enabled) prepare_data_then_begin();
   else asio::post(io_, [this] { begin(); });
-  check_store_file();
+  store_watch_.start(session_);
   for (;;) {
     try {
       io_.run();
@@ -137,51 +143,17 @@ int Engine::run() {
     }
   }
   if (fatal_) throw LoggedFatalError(*fatal_);  // stop() logged "error: <cause>"
-  return threads_inside_->load();
+  return proposals_->threads_inside();
 }
 
 void Engine::reconcile() {
   SettleSettings settle{config_.tag, config_.metric, keep_settings(config_), config_.noise.prior_sigma, state_.root};
   resumes_ = settle_last_sessions(store_, settle, [this](const std::string& line) { log_(line); });
 
-  std::optional<std::string> tip = repo_->ref_target(branch_ref_);
-  if (!tip) {
-    tip = repo_->head();
-    repo_->set_ref(branch_ref_, *tip, "autoresearchd: new run");
-  }
-  if (auto base = store_.run_base(config_.tag)) {
-    base_commit_ = *base;
-    if (!repo_->has_commit(base_commit_))
-      throw FatalError("base commit " + base_commit_ + " of tag " + config_.tag + " is not in the repo");
-  } else {
-    base_commit_ = *tip;
-    store_.add_run(config_.tag, "autoresearch/" + config_.tag, base_commit_);
-  }
-  auto best = store_.best(config_.tag);
-  best_commit_ = best ? best->commit : base_commit_;
-  best_val_ = best ? best->val_bpb : std::nullopt;
-  best_id_ = best ? best->id : 0;
-  if (!repo_->has_commit(best_commit_))
-    throw FatalError("kept commit " + best_commit_ + " of #" + std::to_string(best->id) + " is not in the repo");
-  if (rebase_) {
-    const RebasedTag r = rebase_onto_head(*repo_, config_.tag, base_commit_, best_commit_);
-    log_(r.log_line);
-    if (r.moved) {
-      store_.set_run_base(config_.tag, r.head);
-      base_commit_ = r.head;
-      best_commit_ = r.onto;
-      best_val_.reset();
-      best_id_ = 0;
-      rebased_ = true;
-    }
-  } else if (std::string note = newer_head_note(*repo_, config_.tag, base_commit_, best_commit_); !note.empty()) {
-    log_(note);
-  }
-  if (*tip != best_commit_) {
-    log_("reconcile: autoresearch/" + config_.tag + " tip " + short_commit(*tip) + " is not the best kept commit; reset to " +
-         short_commit(best_commit_));
-    repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: reset to the best kept commit");
-  }
+  start_chain_ = settle_tag(*repo_, store_, config_.tag, rebase_, [this](const std::string& line) { log_(line); });
+  best_commit_ = start_chain_.best;
+  best_val_ = start_chain_.best_val;
+  best_id_ = start_chain_.best_id;
 }
 
 bool Engine::open_slots() {
@@ -207,56 +179,31 @@ void Engine::prepare_data_then_begin() {
   data_running_ = true;
   data_stop_ = std::make_unique<StopFlag>();
   auto box = mailbox_;
-  std::filesystem::path worktree = slots_.front().path;
-  std::thread([this, box, worktree, stop = data_stop_.get()] {
-    std::string dir, error;
-    try {
-      PosixProcessRunner runner(stop);
-      // The store records prepare's groups from this thread: the connection is
-      // in SQLite's serialized mode, and these are its only writes meanwhile.
-      dir = prepare_data(config_, worktree, state_, runner, log_, &store_);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    box->post([this, dir, error] {
-      data_running_ = false;
-      if (stopping_) return maybe_finish_stop();
-      if (!error.empty()) return fatal(error);
-      data_dir_ = dir;
-      store_.set_session_data_dir(session_, data_dir_);
-      begin();
-    });
-  }).detach();
+  prepare_data_on_thread(
+      config_, slots_.front().path, state_, log_, store_, data_stop_.get(),
+      [box](std::function<void()> f) { box->post(std::move(f)); },
+      [this](const std::string& dir, const std::string& error) {
+        data_running_ = false;
+        if (stopping_) return maybe_finish_stop();
+        if (!error.empty()) return fatal(error);
+        data_dir_ = dir;
+        store_.set_session_data_dir(session_, data_dir_);
+        begin();
+      });
 }
 
 void Engine::begin() {
   if (stopping_) return;
   started_ = true;
-  bool need_baseline = true;
-  for (const auto& r : store_.experiments(config_.tag))
-    if (r.is_baseline && r.state != status::kInterrupted) need_baseline = false;
-  if (rebased_) need_baseline = true;  // the moved chain was never measured on its new base
+  const bool need_baseline = baseline_due(store_.experiments(config_.tag), start_chain_.rebased);
   if (need_baseline) {
-    // The baseline asks no proposer: the program it records is the file as it is, or "".
-    const std::string hash =
-        record_program(read_program_file(config_.repo / config_.program, config_.max_program_bytes).content);
-    int64_t id = store_.create_experiment(config_.tag, true, best_commit_, hash, "baseline", std::nullopt);
-    store_.set_proposal(id, rebased_ ? "baseline on " + short_commit(base_commit_) + " (--rebase)" : "baseline");
-    store_.set_commit(id, best_commit_, "");
-    repo_->set_ref(exp_ref(id), best_commit_, "autoresearchd: baseline");
-    Candidate c;
-    c.id = id;
-    c.baseline = true;
-    c.phase = Phase::kCommitted;
-    c.parent = c.commit = best_commit_;
-    c.description = "baseline";
-    c.purpose = purpose::kBaseline;
-    c.pin_gpu = workers_.front().gpu;
-    c.in_round = config_.noise.rounds;
-    candidates_[id] = std::move(c);
+    best_id_ = record_baseline(*repo_, store_, config_.tag, start_chain_,
+                               read_program_file(config_.repo / config_.program, config_.max_program_bytes).content);
+    add({.experiment = best_id_, .baseline = true, .parent = best_commit_, .commit = best_commit_,
+         .description = "baseline", .purpose = purpose::kBaseline, .pin_gpu = workers_.front().gpu,
+         .in_round = config_.noise.rounds});
     baseline_pending_ = true;
-    best_id_ = id;
-    log_("#" + std::to_string(id) + " baseline at " + short_commit(best_commit_));
+    log_("#" + std::to_string(best_id_) + " baseline at " + short_commit(best_commit_));
   }
   rounds_->restore(store_.last_noise_estimate(config_.tag));
   // At start the incumbent runs on every GPU at once (the baseline is the first
@@ -275,16 +222,10 @@ void Engine::resume_interrupted() {
     }
     store_.resume(r.id);
     repo_->set_ref(exp_ref(r.id), row->commit, "autoresearchd: resumed");
-    Candidate c;
-    c.id = r.id;
-    c.phase = Phase::kCommitted;
-    c.parent = row->parent_commit;
-    c.commit = row->commit;
-    c.description = row->description;
-    c.fix_round = r.fix_round;
-    c.reapplies = row->reapplied_from.empty() ? 0 : 1;
-    c.confirmations = std::max(0, r.runs - 1);
-    Candidate& resumed = candidates_[r.id] = std::move(c);
+    Candidate& resumed = add({.experiment = r.id, .parent = row->parent_commit, .commit = row->commit,
+                              .description = row->description, .fix_round = r.fix_round,
+                              .reapplies = row->reapplied_from.empty() ? 0 : 1,
+                              .confirmations = std::max(0, r.runs - 1)});
     log_("#" + std::to_string(r.id) + " resumed (" + r.why + "; " + std::to_string(row->resumes + 1) + " of at most " +
          std::to_string(kMaxResumes) + "): " +
          (r.runs > 0 && r.last_value ? "the judge rules on its " + std::to_string(r.runs) + " finished run(s) again"
@@ -309,29 +250,28 @@ void Engine::stop(const std::string& reason) {
   if (stopping_) return;
   stopping_ = true;
   stop_reason_ = reason;
-  cancel_->store(true);
+  proposals_->cancel();
   if (data_stop_) data_stop_->request();
-  retry_timer_.cancel();
   fault_timer_.cancel();
-  store_check_timer_.cancel();
+  store_watch_.stop();
   std::vector<std::string> waits;
   for (auto& [id, c] : candidates_)
     if (c.running && (c.phase == Phase::kBuilding || !slurm_))  // Slurm jobs are waited for as one
-      waits.push_back("#" + std::to_string(c.id > 0 ? c.id : c.row) + "'s " +
+      waits.push_back("#" + std::to_string(c.experiment) + "'s " +
                       (c.phase == Phase::kBuilding ? std::string("build") : "stage " + config_.stages[c.stage].name));
   executor_->stop_all();
   if (slurm_) slurm_->stop_all();
   if (slurm_ && slurm_->active()) waits.push_back("the Slurm jobs' cancellation");
   if (data_running_) waits.push_back("the data step");
-  if (proposals_running_ > 0)
-    waits.push_back(std::to_string(proposals_running_) + " proposal call(s) (at most " + format_number(kProposalGraceS) +
+  if (proposals_->running() > 0)
+    waits.push_back(std::to_string(proposals_->running()) + " proposal call(s) (at most " + format_number(kProposalGraceS) +
                     " s)");
   // `stop` prints this line: what the daemon waits for before it exits.
   log_("stopping: waiting for " + (waits.empty() ? std::string("nothing") : join_list(waits, 10)));
   stop_deadline_.expires_after(seconds(kProposalGraceS));
   stop_deadline_.async_wait([this](const boost::system::error_code& e) {
     if (!e) {
-      proposals_running_ = 0;  // given up: their results go nowhere
+      proposals_->give_up();  // their results go nowhere
       maybe_finish_stop();
     }
   });
@@ -341,38 +281,26 @@ void Engine::stop(const std::string& reason) {
 void Engine::maybe_finish_stop() {
   if (!stopping_) return;
   if (executor_->active() || (slurm_ && slurm_->active())) return;  // on_run_end comes back here
-  if (data_running_ || proposals_running_ > 0) return;
+  if (data_running_ || proposals_->running() > 0) return;
   stop_deadline_.cancel();
   if (store_lost_) {  // nothing can be recorded: the next start's reconcile has nothing of this session
     log_.file_only(stop_reason_);
     signals_.cancel();
     return io_.stop();
   }
-  std::vector<int64_t> ids;
-  for (const auto& [id, c] : candidates_) ids.push_back(id);
-  for (int64_t id : ids) {
-    Candidate& c = candidates_[id];
-    if (c.phase == Phase::kProposing && drop_empty_row(id, "at stop")) {
-      erase(id);
-      continue;
-    }
-    const char* where = c.phase == Phase::kProposing ? "stopped while waiting for a proposal"
-                        : c.phase == Phase::kMeasured ? "stopped before the baseline it is compared with was measured"
-                                                      : "stopped before it ran";
-    store_.finish(id, status::kInterrupted, where, "");
+  std::vector<int64_t> keys;
+  for (const auto& [key, c] : candidates_) keys.push_back(key);
+  for (int64_t key : keys) {
+    Candidate& c = candidates_[key];
+    const char* where = c.phase == Phase::kMeasured ? "stopped before the baseline it is compared with was measured"
+                                                    : "stopped before it ran";
+    if (!c.repeat) store_.finish(c.experiment, status::kInterrupted, where, "");
     release(c);
-    erase(id);
+    erase(key);
   }
-  for (int64_t id : idle_rows_)
-    if (!drop_empty_row(id, "at stop")) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
-  idle_rows_.clear();
-  if (session_) {
-    const auto sessions = store_.sessions(config_.tag);
-    const size_t n = sessions.empty() ? 0
-                     : plan_resumes(store_.experiments(config_.tag), store_.trials(config_.tag), sessions.back().started_at)
-                           .resume.size();
-    if (n > 0) log_(std::to_string(n) + " interrupted experiment(s) run again at the next start, from their commits");
-  }
+  proposals_->end_rows_at_stop();
+  if (const size_t n = session_ ? last_session_resumes(store_, config_.tag).resume.size() : 0; n > 0)
+    log_(std::to_string(n) + " interrupted experiment(s) run again at the next start, from their commits");
   store_.end_session(session_, stop_reason_);
   if (fatal_) log_.file_only(stop_reason_);  // main prints it to the terminal as it exits
   else log_(stop_reason_);
@@ -400,30 +328,13 @@ void Engine::pump() {
 
 // ---------------------------------------------------------------- proposals
 
-bool Engine::drop_empty_row(int64_t id, const std::string& when) {
-  if (!store_.delete_if_empty(id)) return false;
-  log_("#" + std::to_string(id) + " removed " + when + ": it had no proposal and no LLM call; its id stays unused");
-  return true;
-}
-
 void Engine::pause_proposals(const std::string& reason, double until) {
   if (reason != paused_) {
     paused_ = reason;
     store_.set_session_paused(session_, reason);
     if (!reason.empty()) log_(reason);
   }
-  if (!reason.empty()) block_proposals(std::max(0.0, until - now_seconds()));
-}
-
-void Engine::block_proposals(double wait_s) {
-  if (proposals_blocked_) return;
-  proposals_blocked_ = true;
-  retry_timer_.expires_after(seconds(wait_s));
-  retry_timer_.async_wait([this](const boost::system::error_code& err) {
-    if (err) return;
-    proposals_blocked_ = false;
-    schedule_pump();
-  });
+  if (!reason.empty()) proposals_->block(std::max(0.0, until - now_seconds()));
 }
 
 // ---------------------------------------------------------------- the machine's faults
@@ -460,23 +371,20 @@ void Engine::rerun(Candidate& c, const EnvironmentFault& fault) {
   release(c);
   if (c.trial) store_.end_trial(c.trial, status::kEnvironmentError, std::nullopt, std::nullopt, "");
   c.trial = 0;
-  store_.set_state(c.id, ExperimentState::kCommitted);
-  log_("#" + std::to_string(c.id) + " " + where + " met a fault of the machine; it runs again once it clears: " +
+  if (!c.repeat) store_.set_state(c.experiment, ExperimentState::kCommitted);
+  log_("#" + std::to_string(c.experiment) + " " + where + " met a fault of the machine; it runs again once it clears: " +
        fault.what());
   environment_fault(fault);
 }
 
 void Engine::recover(const EnvironmentFault& fault) {
   log_(std::string("a write failed: ") + fault.what());
-  std::vector<int64_t> ids;
-  for (const auto& [id, c] : candidates_) ids.push_back(id);
-  for (int64_t id : ids) {
-    Candidate& c = candidates_[id];
-    if (c.running || c.asking) continue;  // its handler comes back
-    if (c.phase == Phase::kProposing) {
-      idle_rows_.push_back(id);  // asked again once the fault clears
-      erase(id);
-    } else if (c.phase == Phase::kBuilding || c.phase == Phase::kTraining) {
+  std::vector<int64_t> keys;
+  for (const auto& [key, c] : candidates_) keys.push_back(key);
+  for (int64_t key : keys) {
+    Candidate& c = candidates_[key];
+    if (c.running) continue;  // its handler comes back
+    if (c.phase == Phase::kBuilding || c.phase == Phase::kTraining) {
       try {
         rerun(c, fault);
       } catch (const EnvironmentFault&) {
@@ -486,6 +394,7 @@ void Engine::recover(const EnvironmentFault& fault) {
       release(c);  // cut short before its build started
     }
   }
+  proposals_->recover();
   environment_fault(fault);
 }
 
@@ -498,178 +407,80 @@ bool Engine::environment_ready() {
   }
   log_("resumed: the fault cleared");
   pause_proposals("", 0);
-  std::vector<std::shared_ptr<ProposalDone>> held;
-  held.swap(held_proposals_);
-  for (auto& done : held) {
-    ++proposals_running_;
-    on_proposal(done);
-  }
+  proposals_->replay_held();
   return !stopping_ && !fault_pause_.active();  // a held commit may have met the fault again
 }
 
-void Engine::check_store_file() {
-  if (auto problem = store_.file_problem()) {
-    store_lost_ = true;
-    return fatal(*problem + "; stopping so nothing is written to the lost file");
-  }
-  store_check_timer_.expires_after(seconds(kStoreCheckS));
-  store_check_timer_.async_wait([this](const boost::system::error_code& err) {
-    if (!err) check_store_file();
-  });
-  try {
-    store_.set_session_alive(session_);  // a restart after kill -9 ends this session's experiments here
-  } catch (const EnvironmentFault&) {
-    // A store that takes no write pauses the engine where the write mattered.
-  }
-}
-
 void Engine::request_proposals() {
-  if (proposals_blocked_) return;
+  if (proposals_->blocked()) return;
   // The breaker: experiments that keep failing the same way cost no more calls.
   if (auto p = breaker_.paused()) return pause_proposals(breaker_.status_line(), p->until);
   // An editor's save may remove program.md for a moment: never propose without it.
   ProgramFile program = read_program_file(config_.repo / config_.program, config_.max_program_bytes);
   if (!program.ok())
     return pause_proposals("paused: " + program.message + "; waiting for it", now_seconds() + config_.retry_wait_s);
-  if (!paused_.empty() && proposals_running_ == 0) pause_proposals("", 0);
+  if (!paused_.empty() && proposals_->running() == 0) pause_proposals("", 0);
   const size_t target = workers_.size() * (1 + static_cast<size_t>(config_.lookahead));
   const int limit = proposer_.concurrent() ? static_cast<int>(workers_.size()) : 1;
   // The content checked above is the one every proposal of this round records and sends:
   // the file is read once, never again after the check.
-  while (candidates_.size() < target && proposals_running_ < limit) request_proposal(program.content);
+  while (candidates_.size() + proposals_->pending() < target && proposals_->running() < limit)
+    proposals_->ask(ask_context(program.content));
 }
 
-void Engine::request_proposal(const std::string& program) {
-  const std::string hash = record_program(program);
-  std::optional<Fix> fix;
-  if (!fixes_.empty()) {
-    fix = std::move(fixes_.front());
-    fixes_.pop_front();
-  }
-  int64_t id;
-  if (!fix && !idle_rows_.empty()) {
-    id = idle_rows_.front();
-    idle_rows_.erase(idle_rows_.begin());
-    store_.set_program(id, hash);
-    store_.restart_clock(id);  // the wait for the provider is no part of its duration
-  } else {
-    id = store_.create_experiment(config_.tag, false, best_commit_, hash, proposer_.name(),
-                                  fix ? std::optional<int64_t>(fix->of) : std::nullopt);
-  }
-  Candidate c;
-  c.id = id;
-  c.parent = best_commit_;
-  c.fix_round = fix ? fix->round : 0;
-  c.asking = true;
-  candidates_[id] = c;
-
-  ProposalContext ctx;
-  ctx.experiment_id = id;
-  ctx.program_md = program;
-  ctx.files = fix ? fix->files : repo_->editable_files(best_commit_, editable_);
-  const std::vector<ExperimentRow> rows = store_.experiments(config_.tag);
-  ctx.history = proposal_history(rows);
-  ctx.tried = tried_memory(rows, ctx.files);
-  if (!fix) ctx.idea = idea_for(id);
-  for (const auto& [other, c] : candidates_)
-    if (other > 0 && !c.baseline && !c.commit.empty()) {
-      HistoryEntry h;
-      h.id = other;
-      h.commit = short_commit(c.commit);
-      h.description = c.description;
-      h.status = c.phase == Phase::kMeasured ? "measured" : c.phase == Phase::kTraining ? "running" : "committed";
-      ctx.in_flight.push_back(std::move(h));
-    }
-  ctx.best_val_bpb = best_val_;
-  if (auto noise = decision_noise(store_.trials(config_.tag))) ctx.noise_note = noise_note(config_.noise.z, *noise);
-  ctx.last_failure = last_failure_;
-  ++proposals_running_;
-  auto done = std::make_shared<ProposalDone>();
-  done->id = id;
-  done->fix = std::move(fix);
-  propose_on_thread(proposer_, std::move(ctx), cancel_, threads_inside_, mailbox_, [this, done](ProposalResult r) {
-    done->result = std::move(r);
-    on_proposal(done);
-  });
+AskContext Engine::ask_context(const std::string& program) const {
+  AskContext a;
+  a.program = program;
+  a.parent = best_commit_;
+  for (const auto& [key, c] : candidates_)
+    if (!c.repeat && !c.baseline)
+      a.in_flight.push_back({.id = c.experiment, .commit = short_commit(c.commit), .description = c.description,
+                             .status = c.phase == Phase::kMeasured   ? "measured"
+                                       : c.phase == Phase::kTraining ? "running"
+                                                                     : "committed"});
+  a.best_value = best_val_;
+  if (auto noise = decision_noise(store_.trials(config_.tag))) a.noise_note = noise_note(config_.noise.z, *noise);
+  a.last_failure = last_failure_;
+  return a;
 }
 
-void Engine::on_proposal(const std::shared_ptr<ProposalDone>& done) {
-  if (proposals_running_ == 0) return;  // given up at stop
-  --proposals_running_;
-  const int64_t id = done->id;
-  if (Candidate* asked = find(id)) asked->asking = false;
-  record_attempts(store_, id, done->result);
-  const ProposalResult& result = done->result;
-  Candidate* c = find(id);
-  if (!c) return;
-  if (stopping_) return schedule_pump();
-
-  if (!result.ok()) {
-    const ProposalError& e = *result.error;
-    if (auto wait = proposer_wait(e, config_.retry_wait_s, now_seconds())) {
-      if (wait->pauses && paused_ != wait->message) {
-        paused_ = wait->message;
+void Engine::on_proposal(const ProposalOutcome& o) {
+  using Kind = ProposalOutcome::Kind;
+  const std::string id = "#" + std::to_string(o.experiment);
+  if (stopping_ || o.kind == Kind::kStopped) return schedule_pump();
+  switch (o.kind) {
+    case Kind::kHeld:
+      log_(id + " cannot be committed now; it is committed once the fault clears");
+      return environment_fault(*o.fault);
+    case Kind::kWaiting:
+      if (o.wait->pauses && paused_ != o.wait->message) {
+        paused_ = o.wait->message;
         store_.set_session_paused(session_, paused_);
       }
-      if (wait->message != last_wait_message_) log_(wait->log_line);
-      last_wait_message_ = wait->message;
-      if (done->fix) fixes_.push_front(*done->fix);  // the fix is still owed
-      else idle_rows_.push_back(id);
-      if (done->fix && !drop_empty_row(id, "while the proposer waits (its fix is asked again later)"))
-        store_.finish(id, status::kProposerError, e.message, "");
-      erase(id);
-      block_proposals(wait->wait_s);
+      if (o.wait->message != last_wait_message_) log_(o.wait->log_line);
+      last_wait_message_ = o.wait->message;
+      proposals_->block(o.wait->wait_s);
       return schedule_pump();
-    }
-    store_.finish(id, status::kProposerError, e.message, "");
-    erase(id);
-    if (e.kind == ProposalError::Kind::kFatal) return fatal("proposer: " + e.message);
-    last_failure_ = Failure{status::kProposerError, e.message};  // a bad edit
-    log_("#" + std::to_string(id) + " proposer_error: " + e.message);
+    case Kind::kFatal: return fatal("proposer: " + o.error);
+    default: break;
+  }
+  if (o.kind == Kind::kEnded && o.final_status == status::kProposerError) {  // a bad edit
+    store_.finish(o.experiment, status::kProposerError, o.error, "");
+    last_failure_ = Failure{status::kProposerError, o.error};
+    log_(id + " proposer_error: " + o.error);
     return schedule_pump();
   }
   last_wait_message_.clear();
   if (!paused_.empty()) pause_proposals("", 0);
-
-  const Proposal& p = *result.proposal;
-  c->description = description_line(p.description);
-  store_.set_proposal(id, c->description);
-  const ProposalCommit made =
-      commit_proposal(*repo_, editable_, c->parent, done->fix ? done->fix->files : std::vector<EditableFile>{}, p.writes,
-                      c->description, exp_ref(id), config_.repo / ".git" / "objects");
-  if (made.fault) {
-    held_proposals_.push_back(done);
-    c->asking = true;  // its proposal waits in held_proposals_
-    log_("#" + std::to_string(id) + " cannot be committed now; it is committed once the fault clears");
-    return environment_fault(*made.fault);
+  if (o.kind == Kind::kEnded) {
+    record_end(o.experiment, false, o.final_status, o.error, "", o.failure_detail);
+    return schedule_pump();
   }
-  if (!made.rejected.empty()) return fail(*c, status::kPatchRejected, made.rejected, "");
-  const std::string& commit = made.commit;
-  const std::string diff = repo_->diff(c->parent, commit);
-  store_.set_commit(id, commit, diff);
-  c->commit = commit;
-  if (auto dup = duplicate_among(store_.experiments(config_.tag), id, diff, config_.dedup.threshold))
-    return fail(*c, status::kDuplicate, dup->reason, "",
-                "this change " + dup->reason + ": it was not run. Propose a change not tried before.");
-  c->phase = Phase::kCommitted;
-  log_("#" + std::to_string(id) + " " + short_commit(commit) + " " + c->description +
-       (done->fix ? " (fix " + std::to_string(done->fix->round) + " of #" + std::to_string(done->fix->of) + ")" : ""));
+  add({.experiment = o.experiment, .parent = o.parent, .commit = o.commit, .description = o.description,
+       .fix_round = o.fix_round});
+  log_(id + " " + short_commit(o.commit) + " " + o.description +
+       (o.fix_round ? " (fix " + std::to_string(o.fix_round) + " of #" + std::to_string(o.fix_of) + ")" : ""));
   schedule_pump();
-}
-
-std::string Engine::idea_for(int64_t id) {
-  const auto row = store_.experiment(id);
-  const std::vector<IdeaRow> ideas = store_.ideas(config_.tag);
-  for (const auto& idea : ideas)  // a row asked again keeps its idea
-    if (row && row->idea_id == idea.id) return idea.text;
-  for (const auto& idea : ideas)
-    if (idea_open(idea)) {
-      store_.set_experiment_idea(id, idea.id);
-      log_("#" + std::to_string(id) + " is asked to try idea " + std::to_string(idea.id) + ": " +
-           flatten_to_one_line(idea.text));
-      return idea.text;
-    }
-  return "";
 }
 
 // ---------------------------------------------------------------- builds
@@ -681,17 +492,19 @@ void Engine::open_slurm() {
 
 void Engine::built_in_job(Candidate& c) {
   c.phase = Phase::kBuilt;
-  store_.set_state(c.id, ExperimentState::kBuilt);
+  if (!c.repeat) store_.set_state(c.experiment, ExperimentState::kBuilt);
   schedule_pump();
 }
 
 void Engine::start_builds() {
-  std::vector<int64_t> ready;
-  for (const auto& [id, c] : candidates_)
-    if (c.phase == Phase::kCommitted) ready.push_back(id);
-  for (int64_t id : ready) {
+  std::vector<int64_t> ready;  // repeats first, then in order of creation
+  for (const auto& [key, c] : candidates_)
+    if (c.phase == Phase::kCommitted && c.repeat) ready.push_back(key);
+  for (const auto& [key, c] : candidates_)
+    if (c.phase == Phase::kCommitted && !c.repeat) ready.push_back(key);
+  for (int64_t key : ready) {
     if (builds_running_ >= config_.max_builds) return;
-    Candidate* c = find(id);
+    Candidate* c = find(key);
     if (!c || c->phase != Phase::kCommitted) continue;
     int slot = free_slot(slots_);
     if (slot < 0) return;
@@ -702,23 +515,12 @@ void Engine::start_builds() {
 void Engine::start_build(Candidate& c, int slot) {
   // A candidate made against an older best is moved onto the best of the
   // moment before it is built, so it is measured against what it must beat.
-  if (!c.baseline && c.id > 0 && c.parent != best_commit_) {
-    GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
-    if (pick.commit.empty())
-      return fail(c, status::kConflict,
-                  "made against " + short_commit(c.parent) + ", its change does not apply onto the best " +
-                      short_commit(best_commit_) + ": conflicts in " + join_list(pick.conflicts, 5),
-                  "", "this change conflicts with the best commit:\n" + repo_->diff(c.parent, c.commit));
-    store_.set_reapplied(c.id, pick.commit, best_commit_, repo_->diff(best_commit_, pick.commit));
-    log_("#" + std::to_string(c.id) + " made against " + short_commit(c.parent) + ", moved onto the best " +
-         short_commit(best_commit_) + " as " + short_commit(pick.commit));
-    c.commit = pick.commit;
-    c.parent = best_commit_;
-    ++c.reapplies;
-  }
+  if (!c.baseline && !c.repeat && c.parent != best_commit_ &&
+      !move_onto_best(c, "made against " + short_commit(c.parent), ""))
+    return;
   c.slot = slot;
   c.build_listing.reset();
-  slots_[slot].holder = c.id;
+  slots_[slot].holder = c.key;
   if (std::string e = reset_slot(slot, c.commit); !e.empty()) {
     if (auto fault = slot_fault(slots_[slot], config_.repo)) return rerun(c, *fault);
     return fatal("cannot check out a candidate: " + e);
@@ -746,21 +548,20 @@ void Engine::start_trainings() {
   for (size_t w = 0; w < workers_.size(); ++w) {
     if (workers_[w].candidate) continue;
     Candidate* next = nullptr;
-    for (auto& [id, c] : candidates_)  // repeats (ids < 0) first
-      if (c.phase == Phase::kBuilt && may_train(c, workers_[w]) &&
-          (!c.pin_gpu.empty() || !awaited.count(workers_[w].gpu))) {
-        next = &c;
-        break;
-      }
+    for (bool repeats : {true, false})  // repeats first, then in order of creation
+      for (auto& [key, c] : candidates_)
+        if (!next && (c.repeat > 0) == repeats && c.phase == Phase::kBuilt && may_train(c, workers_[w]) &&
+            (!c.pin_gpu.empty() || !awaited.count(workers_[w].gpu)))
+          next = &c;
     if (!next) continue;
     next->phase = Phase::kTraining;
     next->worker = static_cast<int>(w);
     next->stage = 0;
     next->run_gpu = workers_[w].gpu;
-    workers_[w].candidate = next->id;
-    if (next->id > 0) store_.set_gpu(next->id, workers_[w].gpu);
+    workers_[w].candidate = next->key;
+    if (!next->repeat) store_.set_gpu(next->experiment, workers_[w].gpu);
     const std::string run_purpose = trial_purpose(next->purpose, next->reapplies);
-    next->trial = store_.begin_trial(next->id > 0 ? next->id : next->row, config_.tag, workers_[w].gpu, run_purpose,
+    next->trial = store_.begin_trial(next->experiment, config_.tag, workers_[w].gpu, run_purpose,
                                      next->commit, rounds_->scale(workers_[w].gpu), rounds_->calibration());
     start_stages(*next);
     if (stopping_) return;
@@ -776,8 +577,8 @@ void Engine::start_stages(Candidate& c) {
   run.env = child_env(env_, gpu);
   if (slurm_) {  // one job, one log; the scheduler's node confines it, not the sandbox
     run.env.clear();  // the job's environment is the Slurm client's (slurm_env)
-    run.name = "ard-" + config_.tag + "-" + std::to_string(c.id) + "-t" + std::to_string(c.trial);
-    run.title = "experiment " + std::to_string(c.id) + ", trial " + std::to_string(c.trial) + ", commit " + c.commit;
+    run.name = "ard-" + config_.tag + "-" + std::to_string(c.experiment) + "-t" + std::to_string(c.trial);
+    run.title = "experiment " + std::to_string(c.experiment) + ", trial " + std::to_string(c.trial) + ", commit " + c.commit;
     run.stages = job_steps(config_, data_dir_, run.worktree.string(), log_path(c, "job"));
     return start_run(c, run, *slurm_);
   }
@@ -790,90 +591,68 @@ void Engine::start_stages(Candidate& c) {
 
 Run Engine::run_of(const Candidate& c) const {
   Run run;
-  run.experiment = c.id > 0 ? c.id : c.row;
+  run.experiment = c.experiment;
   run.commit = c.commit;
   run.slot = c.slot;
   run.worktree = slots_[c.slot].path;
   run.logs_dir = state_.logs();
   run.last_stage = config_.stages.back().name;
-  run.end_settings = end_settings();
+  run.end_settings = EndSettings{config_.metric, config_.summary_keys};
   return run;
 }
 
 void Engine::start_run(Candidate& c, const Run& run, Executor& executor) {
-  const int64_t id = c.id;
+  const int64_t key = c.key;
   const bool build = run.build.has_value();
-  // A callback that throws (a store write met a fault) leaves the candidate without a run, for recover.
-  auto not_running = [this, id] {
-    if (Candidate* c = find(id)) c->running = false;
-  };
+  c.record.emplace(store_, c.experiment, c.repeat > 0, c.description, build);
   RunCallbacks callbacks;
-  callbacks.group = [this, id](pid_t pgid) { record_group(id, pgid); };
-  callbacks.step_started = [this, id, build, not_running](size_t index, const RunStep& step) {
-    Candidate* c = find(id);
+  callbacks.group = [this, key](pid_t pgid) {
+    if (Candidate* c = find(key)) c->record->group_started(pgid);
+  };
+  callbacks.step_started = [this, key](size_t index, const RunStep& step) {
+    Candidate* c = find(key);
     if (!c) return;
-    try {
-      if (index > 0) {  // the previous stage's group is gone
-        store_.set_pgid(id, std::nullopt);
-        if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
-      }
-      c->stage = index;
-      const double now = now_seconds();
-      store_.set_stage(id, build ? ExperimentState::kBuilding : ExperimentState::kRunning, step.name, now,
-                       now + step.timeout_s, now + step.expected_s);
-    } catch (...) {
-      not_running();
-      throw;
-    }
+    c->stage = index;
+    not_running_on_throw(*c, [&] { c->record->step_started(index, step); });
   };
-  callbacks.check_slot = [this, id, not_running]() -> std::string {
-    Candidate* c = find(id);
-    if (!c) return "";
-    try {
-      return tamper_check(*c);
-    } catch (...) {
-      not_running();
-      throw;
-    }
+  callbacks.check_slot = [this, key]() -> std::string {
+    Candidate* c = find(key);
+    std::string bad;
+    if (c) not_running_on_throw(*c, [&] { bad = tamper_check(*c); });
+    return bad;
   };
-  callbacks.ended = [this, id, build](const RunEnd& end) { on_run_end(id, build, end); };
-  const std::filesystem::path job_log = run.stages.empty() ? std::filesystem::path() : run.stages.front().log;
-  callbacks.job = [this, id, job_log](const std::string& job, const std::string& node) {
-    Candidate* c = find(id);
-    if (!c || !c->trial) return;
-    if (node.empty()) store_.set_trial_job(c->trial, job, job_log.string());
-    else store_.set_trial_node(c->trial, node);
+  callbacks.ended = [this, key, build](const RunEnd& end) { on_run_end(key, build, end); };
+  const std::string job_log = run.stages.empty() ? std::string() : run.stages.front().log.string();
+  callbacks.job = [this, key, job_log](const std::string& job, const std::string& node) {
+    if (Candidate* c = find(key)) c->record->job(c->trial, job, node, job_log);
   };
   callbacks.fatal = [this](const std::string& why) { fatal(why); };
   c.running = true;
   executor.start(run, std::move(callbacks));
 }
 
-void Engine::on_run_end(int64_t id, bool build, const RunEnd& end) {
+void Engine::on_run_end(int64_t key, bool build, const RunEnd& end) {
   if (build) --builds_running_;
-  Candidate* c = find(id);
+  Candidate* c = find(key);
   if (!c) return;
   c->running = false;
-  store_.set_pgid(id, std::nullopt);
-  if (c->group_record) store_.end_process_group(std::exchange(c->group_record, 0));
+  c->record->ended();
   if (!build || end.kind != RunEnd::Kind::kOk) return end_run(*c, end);
   // Listed as the stages will see it: a build that made no build directory gets its empty one
   // now, not from the stage's sandbox, which would count as a change.
   c->build_listing = stat_listing(build_output(slots_[c->slot], config_.build_dir));
   c->phase = Phase::kBuilt;
-  store_.set_state(id, ExperimentState::kBuilt);
+  if (!c->repeat) store_.set_state(c->experiment, ExperimentState::kBuilt);
   schedule_pump();
 }
-
-EndSettings Engine::end_settings() const { return EndSettings{config_.metric, config_.summary_keys}; }
 
 void Engine::end_run(Candidate& c, const RunEnd& end) {
   using Kind = RunEnd::Kind;
   switch (end.kind) {
     case Kind::kMachineFault: return rerun(c, *end.fault);
     case Kind::kBuildFailed:
-      if (proposer_.fixes_builds() && !c.baseline && c.id > 0 && c.fix_round < config_.max_fix_attempts)
-        fixes_.push_back(Fix{c.id, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
+      if (proposer_.fixes_builds() && !c.baseline && !c.repeat && c.fix_round < config_.max_fix_attempts)
+        proposals_->owe_fix(FixOwed{c.experiment, c.fix_round + 1, repo_->editable_files(c.commit, editable_)});
       return fail(c, status::kBuildFail, end.detail, end.log_tail, end.failure_detail);
     case Kind::kOk:
       if (end.summary) return measured(c, end);
@@ -892,8 +671,8 @@ void Engine::measured(Candidate& c, const RunEnd& end) {
   // The GPU is free for the next candidate while this one is decided.
   workers_[c.worker].candidate = 0;
   c.worker = -1;
-  if (c.id < 0) return end_repeat(c, "ok", figures.steps);
-  store_.set_metrics(c.id, {v, figures.peak_vram_mb, figures.training_seconds, summary.to_json()});
+  if (c.repeat) return end_repeat(c, "ok", figures.steps);
+  store_.set_metrics(c.experiment, {v, figures.peak_vram_mb, figures.training_seconds, summary.to_json()});
   if (c.in_round) {
     c.in_round = false;
     rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), figures.steps);
@@ -908,61 +687,52 @@ void Engine::measured(Candidate& c, const RunEnd& end) {
 void Engine::decide(Candidate& c, double v) {
   // The evidence (judge.h): the runs of the candidate, of the commit it was
   // made against and of the best, under the boards' current calibration.
-  Evidence e;
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  const auto row = store_.experiment(c.experiment);
+  Evidence e =
+      recorded_evidence(trials, rounds_->calibration(), c.commit, c.parent, best_commit_, row ? row->diff : "");
   e.metric = config_.metric;
   e.baseline = c.baseline;
   e.value = v;
   e.baseline_pending = baseline_pending_;
   e.round_holds = rounds_->holds();
   e.incumbent_pending = incumbent_pending();
-  e.parent = c.parent;
-  e.best = best_commit_;
-  const std::vector<TrialRow> trials = store_.trials(config_.tag);
-  const int64_t calibration = rounds_->calibration();
-  e.runs = runs_of(trials, c.commit, calibration);
-  e.parent_runs = runs_of(trials, c.parent, calibration);
-  e.best_runs = runs_of(trials, best_commit_, calibration);
   e.noise = decision_noise(trials);
-  auto row = store_.experiment(c.id);
-  const DiffLines lines = count_diff_lines(row ? row->diff : "");
-  e.lines_added = lines.added;
-  e.lines_removed = lines.removed;
   e.confirmations_done = c.confirmations;
   e.reapplies_done = c.reapplies;
-  for (const auto& w : workers_) e.gpus.push_back(w.gpu);
-  e.run_gpus = gpus_of(trials, c.commit, calibration);
+  e.gpus = gpu_ids();
   const Ruling r = judge(e, keep_settings(config_));
 
   // The ruling applied: the store's decision line first, then the branch or the next run.
   switch (r.action) {
     case Action::defer:
-      deferred_.push_back(c.id);
+      deferred_.push_back(c.key);
       c.phase = Phase::kMeasured;
       release(c);  // its slot and GPU; the decision needs no files
       return;
     case Action::remeasure:
-      log_("#" + std::to_string(c.id) + " " + r.reason);
+      log_("#" + std::to_string(c.experiment) + " " + r.reason);
       c.pin_gpu.clear();
       c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
       return schedule_pump();
     case Action::confirm:
-      store_.set_decision(c.id, r.reason, r.value);
+      store_.set_decision(c.experiment, r.reason, r.value);
       ++c.confirmations;
       c.purpose = purpose::kConfirm;
       c.pin_gpu = r.gpu;
       c.phase = c.slot >= 0 ? Phase::kBuilt : Phase::kCommitted;
-      log_("#" + std::to_string(c.id) + " runs again" + (c.pin_gpu.empty() ? "" : " on GPU " + c.pin_gpu) + ": " +
+      log_("#" + std::to_string(c.experiment) + " runs again" + (c.pin_gpu.empty() ? "" : " on GPU " + c.pin_gpu) + ": " +
            r.reason);
       return schedule_pump();
     case Action::reapply:
-      store_.set_decision(c.id, r.reason, r.value);
+      store_.set_decision(c.experiment, r.reason, r.value);
       return reapply(c, *r.value);
     case Action::discard:
       ++since_round_;
-      store_.set_decision(c.id, r.reason, r.value);
+      store_.set_decision(c.experiment, r.reason, r.value);
       return fail(c, status::kDiscarded, r.reason, file_tail(log_path(c, config_.stages.back().name)));
     case Action::keep:
-      store_.set_decision(c.id, r.reason, r.value);
+      store_.set_decision(c.experiment, r.reason, r.value);
       if (c.baseline) {
         baseline_pending_ = false;
         // Its log line has always been "#1 kept: val_bpb 0.98"; the store's says "the baseline" too.
@@ -977,9 +747,9 @@ void Engine::decide(Candidate& c, double v) {
 void Engine::decide_deferred() {
   std::vector<int64_t> waiting;
   waiting.swap(deferred_);
-  for (int64_t id : waiting)
-    if (Candidate* d = find(id)) {
-      auto row = store_.experiment(id);
+  for (int64_t key : waiting)
+    if (Candidate* d = find(key)) {
+      auto row = store_.experiment(d->experiment);
       if (row && row->val_bpb) decide(*d, *row->val_bpb);
     }
 }
@@ -992,18 +762,7 @@ void Engine::reapply(Candidate& c, double v) {
   what << config_.metric << " " << v << " was measured on " << short_commit(c.parent)
        << ", an older best, and beat it (the best is now " << *best_val_ << ")";
   release(c);
-  GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.id));
-  if (pick.commit.empty())
-    return fail(c, status::kConflict,
-                what.str() + "; its change does not apply onto " + short_commit(best_commit_) + ": conflicts in " +
-                    join_list(pick.conflicts, 5),
-                tail, "this change conflicts with the best commit:\n" + repo_->diff(c.parent, c.commit));
-  store_.set_reapplied(c.id, pick.commit, best_commit_, repo_->diff(best_commit_, pick.commit));
-  log_("#" + std::to_string(c.id) + " " + what.str() + "; re-applied onto " + short_commit(best_commit_) + " as " +
-       short_commit(pick.commit) + ", to be measured again");
-  c.commit = pick.commit;
-  c.parent = best_commit_;
-  ++c.reapplies;
+  if (!move_onto_best(c, what.str(), tail)) return;
   c.phase = Phase::kCommitted;
   c.stage = 0;
   c.purpose.clear();
@@ -1012,19 +771,37 @@ void Engine::reapply(Candidate& c, double v) {
   schedule_pump();
 }
 
+bool Engine::move_onto_best(Candidate& c, const std::string& why, const std::string& log_tail) {
+  GitRepo::CherryPick pick = repo_->cherry_pick(c.commit, best_commit_, exp_ref(c.experiment));
+  if (pick.commit.empty()) {
+    fail(c, status::kConflict,
+         why + "; its change does not apply onto the best " + short_commit(best_commit_) + ": conflicts in " +
+             join_list(pick.conflicts, 5),
+         log_tail, "this change conflicts with the best commit:\n" + repo_->diff(c.parent, c.commit));
+    return false;
+  }
+  store_.set_reapplied(c.experiment, pick.commit, best_commit_, repo_->diff(best_commit_, pick.commit));
+  log_("#" + std::to_string(c.experiment) + " " + why + "; re-applied onto the best " + short_commit(best_commit_) +
+       " as " + short_commit(pick.commit) + ", to be measured there");
+  c.commit = pick.commit;
+  c.parent = best_commit_;
+  ++c.reapplies;
+  return true;
+}
+
 void Engine::keep(Candidate& c, double v, const std::string& why) {
   std::string tail = file_tail(log_path(c, config_.stages.back().name));
-  store_.finish(c.id, status::kKept, "", tail);
+  store_.finish(c.experiment, status::kKept, "", tail);
   breaker_.record_success();
-  repo_->set_ref(branch_ref_, c.commit, "autoresearchd: keep #" + std::to_string(c.id));
+  repo_->set_ref(branch_ref_, c.commit, "autoresearchd: keep #" + std::to_string(c.experiment));
   best_commit_ = c.commit;
   best_val_ = v;
-  best_id_ = c.id;
+  best_id_ = c.experiment;
   last_failure_.reset();
   // The keep rule's reasons say "kept: ..." themselves; the baseline's is its value alone.
-  log_("#" + std::to_string(c.id) + " " + (why.rfind("kept: ", 0) == 0 ? why : "kept: " + why));
+  log_("#" + std::to_string(c.experiment) + " " + (why.rfind("kept: ", 0) == 0 ? why : "kept: " + why));
   release(c);
-  erase(c.id);
+  erase(c.key);
   if (!rounds_->active()) top_up_incumbent();
   schedule_pump();
 }
@@ -1032,16 +809,9 @@ void Engine::keep(Candidate& c, double v, const std::string& why) {
 // ---------------------------------------------------------------- repeats
 
 void Engine::add_repeat(const std::string& what, const std::string& gpu, bool in_round) {
-  Candidate c;
-  c.id = --next_repeat_;
-  c.row = best_id_;
-  c.purpose = what;
-  c.pin_gpu = gpu;
-  c.in_round = in_round;
-  c.phase = Phase::kCommitted;
-  c.parent = c.commit = best_commit_;
-  c.description = what + " run of #" + std::to_string(best_id_);
-  candidates_[c.id] = std::move(c);
+  add({.experiment = best_id_, .repeat = ++next_repeat_, .parent = best_commit_, .commit = best_commit_,
+       .description = what + " run of #" + std::to_string(best_id_), .purpose = what, .pin_gpu = gpu,
+       .in_round = in_round});
 }
 
 void Engine::start_round(bool hold, const std::string& reason) {
@@ -1056,11 +826,8 @@ void Engine::start_round(bool hold, const std::string& reason) {
 
 void Engine::maybe_start_round() {
   if (!config_.noise.rounds || baseline_pending_ || rounds_->active() || !best_id_) return;
-  const double now = now_seconds();
-  const NoiseDue due = rounds_->due(since_round_, now, config_.noise.every, config_.noise.max_age_s);
-  if (due == NoiseDue::not_due) return;
-  const double age = rounds_->last_round_at() ? now - *rounds_->last_round_at() : 0;
-  start_round(false, describe(due, since_round_, age));
+  const std::string why = round_due(*rounds_, since_round_, now_seconds(), config_.noise.every, config_.noise.max_age_s);
+  if (!why.empty()) start_round(false, why);
 }
 
 void Engine::maybe_end_round() {
@@ -1080,28 +847,23 @@ void Engine::top_up_incumbent() {
   const std::vector<TrialRow> trials = store_.trials(config_.tag);
   std::vector<std::string> used = gpus_of(trials, best_commit_, rounds_->calibration());
   for (const auto& [id, c] : candidates_)
-    if (id < 0 && c.commit == best_commit_) used.push_back(c.pin_gpu);  // on its way
-  std::vector<std::string> gpus;
-  for (const auto& w : workers_) gpus.push_back(w.gpu);
-  for (const auto& gpu : incumbent_rerun_gpus(gpus, used)) add_repeat(purpose::kIncumbent, gpu, false);
+    if (c.repeat && c.commit == best_commit_) used.push_back(c.pin_gpu);  // on its way
+  for (const auto& gpu : incumbent_rerun_gpus(gpu_ids(), used)) add_repeat(purpose::kIncumbent, gpu, false);
 }
 
 void Engine::end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps) {
   if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
   c.trial = 0;
   if (c.in_round) rounds_->run_done(c.run_gpu, rounds_->scale(c.run_gpu), final_status == "ok" ? steps : std::nullopt);
-  if (final_status == "ok" && c.commit == best_commit_) {
-    // The best's value is the mean of its runs under the current calibration.
-    const auto runs = runs_of(store_.trials(config_.tag), best_commit_, rounds_->calibration());
-    if (!runs.empty()) {
-      best_val_ = spread_of(runs).mean;
+  if (final_status == "ok" && c.commit == best_commit_)
+    if (auto mean = best_mean(store_.trials(config_.tag), best_commit_, rounds_->calibration())) {
+      best_val_ = mean;
       store_.set_decision(best_id_, store_.decision(best_id_), best_val_);
     }
-  }
   if (final_status != "ok")
     log_(c.description + " on GPU " + c.run_gpu + ": " + final_status);
   release(c);
-  erase(c.id);
+  erase(c.key);
   maybe_end_round();
   if (!incumbent_pending()) decide_deferred();
   schedule_pump();
@@ -1109,12 +871,12 @@ void Engine::end_repeat(Candidate& c, const std::string& final_status, std::opti
 
 bool Engine::incumbent_pending() const {
   for (const auto& [id, c] : candidates_)
-    if (id < 0 && c.purpose == purpose::kIncumbent && c.commit == best_commit_) return true;
+    if (c.repeat && c.purpose == purpose::kIncumbent && c.commit == best_commit_) return true;
   return false;
 }
 
 bool Engine::may_train(const Candidate& c, const Worker& w) const {
-  if (c.id > 0 && !c.baseline && rounds_->holds()) return false;  // a round measures the best first
+  if (!c.repeat && !c.baseline && rounds_->holds()) return false;  // a round measures the best first
   return c.pin_gpu.empty() || c.pin_gpu == w.gpu;
 }
 
@@ -1124,32 +886,32 @@ std::optional<NoiseEstimate> Engine::decision_noise(const std::vector<TrialRow>&
 
 void Engine::fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
                   const std::string& failure_detail) {
-  if (c.id < 0) return end_repeat(c, final_status, std::nullopt);
-  const int64_t id = c.id;
-  const bool baseline = c.baseline;
+  if (c.repeat) return end_repeat(c, final_status, std::nullopt);
   if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
-  store_.finish(id, final_status, error, log_tail);
-  if (final_status == status::kDiscarded) breaker_.record_success();
-  // A conflict says only that another worker moved the best meanwhile: no failure the breaker counts.
-  // A duplicate ran nothing: the proposer is told, but nothing failed.
-  else if (final_status != status::kInterrupted && final_status != status::kConflict &&
-           final_status != status::kDuplicate)
-    breaker_.record_failure(final_status, error);
-  if (auto told = failure_to_tell(final_status, error, log_tail, failure_detail)) last_failure_ = std::move(told);
-  // A failed baseline stops the daemon: its fatal line below says all of this, so it is logged once.
-  const bool fatal_baseline = baseline && final_status != status::kInterrupted;
-  if (!fatal_baseline) log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
+  const bool fatal_baseline = record_end(c.experiment, c.baseline, final_status, error, log_tail, failure_detail);
   // What a tampered experiment's children could reach is not trusted: its build output goes too,
   // and a ref it moved (possible unconfined) is put back, or every later experiment would be tampered.
   if (final_status == status::kTampered) {
     if (c.slot >= 0) slots_[c.slot].discard_build = true;
     restore_refs(c);
   }
+  const int64_t id = c.experiment;
   release(c);
-  erase(id);
+  erase(c.key);
   if (fatal_baseline)
     return fatal("the baseline #" + std::to_string(id) + " failed (" + final_status + ")" + (error.empty() ? "" : ": " + error));
   schedule_pump();
+}
+
+bool Engine::record_end(int64_t id, bool baseline, const std::string& final_status, const std::string& error,
+                        const std::string& log_tail, const std::string& failure_detail) {
+  store_.finish(id, final_status, error, log_tail);
+  breaker_.record_end(final_status, error);
+  if (auto told = failure_to_tell(final_status, error, log_tail, failure_detail)) last_failure_ = std::move(told);
+  // A failed baseline stops the daemon: its fatal line says all of this, so it is logged once.
+  const bool fatal_baseline = baseline && final_status != status::kInterrupted;
+  if (!fatal_baseline) log_("#" + std::to_string(id) + " " + final_status + (error.empty() ? "" : ": " + error));
+  return fatal_baseline;
 }
 
 void Engine::release(Candidate& c) {
@@ -1174,22 +936,10 @@ std::vector<std::string> Engine::sandbox_wrapper(int slot, bool build, const std
                       build, data_dir_, command);
 }
 
-void Engine::record_group(int64_t id, pid_t pgid) {
-  if (id < 0) {  // a repeat belongs to no experiment in flight: its group is recorded on its own
-    if (Candidate* c = find(id))
-      c->group_record = store_.add_process_group(pgid, process_start_time(pgid).value_or(0), c->description);
-    return;
-  }
-  // The leader is held at the gate, so its start time is readable here.
-  if (auto start = process_start_time(pgid)) store_.set_pgid(id, pgid, *start);
-  else store_.set_pgid(id, pgid);
-}
-
 std::string Engine::tamper_check(const Candidate& c) {
   std::vector<std::string> bad = slot_differences(slots_[c.slot], c.commit, config_.build_dir, c.build_listing);
   if (repo_->ref_target(branch_ref_) != best_commit_) bad.push_back("autoresearch/" + config_.tag + " (moved)");
-  const int64_t row = c.id > 0 ? c.id : c.row;
-  if (repo_->ref_target(exp_ref(row)) != c.commit) bad.push_back(exp_ref(row) + " (moved)");
+  if (repo_->ref_target(exp_ref(c.experiment)) != c.commit) bad.push_back(exp_ref(c.experiment) + " (moved)");
   if (bad.empty()) return "";
   return "the worktree differs from the experiment's commit: " + join_list(bad, 10);
 }
@@ -1198,12 +948,11 @@ void Engine::restore_refs(const Candidate& c) {
   try {
     if (repo_->ref_target(branch_ref_) != best_commit_) {
       repo_->set_ref(branch_ref_, best_commit_, "autoresearchd: put back after a tampered experiment");
-      log_("autoresearch/" + config_.tag + " was moved by #" + std::to_string(c.id) + "; put back at " +
+      log_("autoresearch/" + config_.tag + " was moved by #" + std::to_string(c.experiment) + "; put back at " +
            short_commit(best_commit_));
     }
-    const int64_t row = c.id > 0 ? c.id : c.row;
-    if (!c.commit.empty() && repo_->ref_target(exp_ref(row)) != c.commit)
-      repo_->set_ref(exp_ref(row), c.commit, "autoresearchd: put back after a tampered experiment");
+    if (!c.commit.empty() && repo_->ref_target(exp_ref(c.experiment)) != c.commit)
+      repo_->set_ref(exp_ref(c.experiment), c.commit, "autoresearchd: put back after a tampered experiment");
   } catch (const GitError& e) {
     log_(std::string("warning: cannot put a moved ref back: ") + e.what());
   }
@@ -1213,31 +962,30 @@ std::string Engine::reset_slot(int slot, const std::string& commit) {
   return ard::reset_slot(slots_[slot], *repo_, commit, config_.build_dir, log_);
 }
 
-std::string Engine::record_program(const std::string& content) {
-  std::string hash = blob_hash(content);
-  store_.put_program(hash, content);
-  return hash;
-}
-
 std::filesystem::path Engine::log_path(const Candidate& c, const std::string& name) const {
-  return state_.logs() / log_file_name(c.id, c.row, c.reapplies, c.confirmations, c.purpose, name);
+  return state_.logs() / log_file_name(c.experiment, c.repeat, c.reapplies, c.confirmations, c.purpose, name);
 }
 
 std::string Engine::exp_ref(int64_t id) const {
   return "refs/autoresearch/" + config_.tag + "/exp/" + std::to_string(id);
 }
 
-size_t Engine::count(Phase phase) const {
-  size_t n = 0;
-  for (const auto& [id, c] : candidates_) n += c.phase == phase ? 1 : 0;
-  return n;
+std::vector<std::string> Engine::gpu_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& w : workers_) ids.push_back(w.gpu);
+  return ids;
 }
 
-Engine::Candidate* Engine::find(int64_t id) {
-  auto it = candidates_.find(id);
+Engine::Candidate* Engine::find(int64_t key) {
+  auto it = candidates_.find(key);
   return it == candidates_.end() ? nullptr : &it->second;
 }
 
-void Engine::erase(int64_t id) { candidates_.erase(id); }
+Engine::Candidate& Engine::add(Candidate c) {
+  c.key = ++next_key_;
+  return candidates_[c.key] = std::move(c);
+}
+
+void Engine::erase(int64_t key) { candidates_.erase(key); }
 
 }  // namespace ard

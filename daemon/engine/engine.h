@@ -2,8 +2,8 @@
 // keeps every GPU training.
 //
 // One worker per GPU trains one candidate at a time. Candidates are proposed
-// ahead of need (`lookahead` per GPU), each on a thread of its own whose
-// result is posted back to the loop; committed in the object database under
+// ahead of need (`lookahead` per GPU) by the proposal side (proposals.h), each
+// on a thread of its own whose outcome is posted back to the loop; committed in the object database under
 // refs/autoresearch/<tag>/exp/<id> (no checkout needed); built in a worktree
 // slot of their own while other candidates train (at most `max_builds` at
 // once); then trained on the first free GPU. So the LLM call and the build of
@@ -21,19 +21,17 @@
 // engine reads from its state and the store; the engine applies it.
 //
 // The engine schedules; what it schedules with are values from its neighbours:
-// proposals (proposal_desk.h: the proposer's thread, its errors as waits, a
-// proposal committed or rejected), worktree slots (slots.h), a run's steps
-// (run_plan.h) and the repeat runs of the best (repeat_plan.h).
+// proposal outcomes (proposals.h: a commit, an experiment ended before any
+// build, a wait), worktree slots (slots.h), a run's steps (run_plan.h) and
+// the repeat runs of the best (repeat_plan.h).
 //
 // A candidate's phases (Candidate::phase; a candidate that ends, kept or
 // failed, is erased at once, its worker and slot freed):
 //
 //   from        to          when
-//   (new)       kProposing  a proposal is asked for (request_proposal)
-//   (new)       kCommitted  the baseline, and a repeat run of the best (noise round, incumbent re-run)
-//   kProposing  kCommitted  the proposal is committed (on_proposal)
-//   kProposing  (erased)    patch_rejected, proposer_error, duplicate (decide/duplicates.h), or the
-//                           proposer waits (its row is asked again)
+//   (new)       kCommitted  a proposal committed (on_proposal); the baseline; a repeat run of
+//                           the best (noise round, incumbent re-run). A proposal that ends before
+//                           (patch_rejected, proposer_error, duplicate) is never a candidate.
 //   kCommitted  (erased)    a stale candidate whose change does not apply onto the best: conflict
 //   kCommitted  kBuilding   a slot is free and fewer than max_builds run (start_build; a stale
 //                           candidate is first moved onto the best)
@@ -81,10 +79,14 @@
 #include "daemon/decide/noise_rounds.h"
 #include "daemon/engine/executor.h"
 #include "daemon/engine/proposal_desk.h"
+#include "daemon/engine/proposals.h"
 #include "daemon/engine/resume.h"
 #include "daemon/engine/run.h"
 #include "daemon/engine/run_end.h"
+#include "daemon/engine/run_record.h"
 #include "daemon/engine/slots.h"
+#include "daemon/engine/store_watch.h"
+#include "daemon/engine/tag_base.h"
 #include "daemon/exec/fault_pause.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
@@ -123,11 +125,18 @@ class Engine {
  private:
   /// The table at the top of this file. kMeasured: measured, its decision
   /// deferred (judge.h) until what it waits for is there.
-  enum class Phase { kProposing, kCommitted, kBuilding, kBuilt, kTraining, kMeasured };
+  enum class Phase { kCommitted, kBuilding, kBuilt, kTraining, kMeasured };
+  /// An experiment in flight, or a repeat run of the best. Each is one run at a
+  /// time (a build, or its stages), and its trials are rows of `experiment`.
   struct Candidate {
-    int64_t id = 0;
+    int64_t key = 0;         ///< its key in candidates_: the engine's count, in order of creation
+    int64_t experiment = 0;  ///< its row in the store; a repeat's is the best's
+    /// 0: the experiment's own candidate. n > 0: the best's n-th repeat run (a
+    /// noise round's or the incumbent's re-run), which adds a trial to the
+    /// best's row and writes nothing else of it.
+    int repeat = 0;
     bool baseline = false;
-    Phase phase = Phase::kProposing;
+    Phase phase = Phase::kCommitted;
     std::string parent;  ///< the best it was made against
     std::string commit;
     std::string description;
@@ -142,29 +151,19 @@ class Engine {
     size_t stage = 0;    ///< the stage running now
     int64_t trial = 0;
     bool running = false;  ///< the executor runs its build or its stages (its end is still to come)
-    bool asking = false;  ///< a proposal thread works on it
-    // Decisions that hold (docs/daemon.md, "The keep rule"). A repeat run (a
-    // noise round's or the incumbent's) has an id < 0 and runs `row`'s commit.
-    int64_t row = 0;          ///< the experiment a repeat's trial belongs to
+    // Decisions that hold (docs/daemon.md, "The keep rule").
     std::string purpose;      ///< the trial's purpose (run_evidence.h)
     std::string pin_gpu;      ///< set: it trains on this GPU only
     std::string run_gpu;      ///< the GPU of the run in progress
     bool in_round = false;    ///< one of a noise round's runs
     int confirmations = 0;    ///< runs of the candidate after its first (on this commit)
-    int64_t group_record = 0; ///< a repeat's process_groups record
+    std::optional<RunRecord> record;  ///< the store's record of its run in progress (or last run)
   };
   struct Worker {
     std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
-    int64_t candidate = 0;
+    int64_t candidate = 0;  ///< the key of the candidate it trains; 0: free
   };
   using Slot = WorktreeSlot;  ///< slots.h
-  struct Fix {  ///< a build failure the next proposal is asked to fix
-    int64_t of = 0;
-    int round = 0;
-    std::vector<EditableFile> files;  ///< the editable files as the failed commit had them
-  };
-  /// What a proposal thread hands back to the loop.
-  struct ProposalDone;
 
   // Start and stop.
   void reconcile();
@@ -181,13 +180,7 @@ class Engine {
   void fatal(const std::string& message);
   /// Proposing waits until `until` (Unix seconds) for the reason given; the
   /// reason is stored so that status shows it. An empty reason: proposing again.
-  /// Deletes the row of an experiment that got no proposal and no LLM call
-  /// (store.delete_if_empty) and logs it, since its id then stays unused.
-  /// when: why, e.g. "at stop".
-  bool drop_empty_row(int64_t id, const std::string& when);
   void pause_proposals(const std::string& reason, double until);
-  /// No proposal is asked for the next wait_s seconds (unless a wait is under way already).
-  void block_proposals(double wait_s);
 
   // The machine's faults (fault_pause.h): nothing starts while one is in force.
   /// Pauses everything; status shows the fault, a timer retries.
@@ -200,23 +193,18 @@ class Engine {
   void recover(const EnvironmentFault& fault);
   /// False while the pause is in force; at its time, probes whether the fault cleared.
   bool environment_ready();
-  /// Every few seconds: whether results.db is still the file the store has
-  /// open; deleted or replaced, the daemon stops without writing to it again.
-  void check_store_file();
 
   // The pipeline.
   void pump();
   /// Every handler ends here: one pump (or, while stopping, the check whether
   /// the stop is complete) runs after the handler returned.
   void schedule_pump();
-  /// Reads program.md once; while it is readable, asks for proposals up to the target.
+  /// Reads program.md once; while it is readable, asks for proposals up to the
+  /// target (candidates and rows asked), each told what ask_context says.
   void request_proposals();
-  /// One proposal with program, the content request_proposals read (recorded and sent as is).
-  void request_proposal(const std::string& program);
-  void on_proposal(const std::shared_ptr<ProposalDone>& done);
-  /// The researcher's idea proposal `id` is asked to try: the one its row is linked to
-  /// already, else the oldest open one (linked now), else "".
-  std::string idea_for(int64_t id);
+  AskContext ask_context(const std::string& program) const;
+  /// Applies what came of a proposal (proposals.h): a committed one becomes a candidate.
+  void on_proposal(const ProposalOutcome& outcome);
   void start_builds();
   void start_build(Candidate& c, int slot);
   void start_trainings();
@@ -228,8 +216,7 @@ class Engine {
   /// Starts run for c on executor (the store records each step, child group and job as the executor reports them).
   void start_run(Candidate& c, const Run& run, Executor& executor);
   /// The executor's end of c's run: a build that passed makes c kBuilt, anything else goes to end_run.
-  void on_run_end(int64_t id, bool build, const RunEnd& end);
-  EndSettings end_settings() const;
+  void on_run_end(int64_t key, bool build, const RunEnd& end);
   /// The one place a run's end is applied, whichever executor ran it
   /// (classify_end decided what it was): a fault of the machine runs it
   /// again, a build failure owes a fix, a summary goes to the judge, anything
@@ -243,6 +230,10 @@ class Engine {
   /// The judge's reapply: cherry-picks c's change onto the best, to be built
   /// and measured again (a conflict ends it). value: its mean on the older best.
   void reapply(Candidate& c, double value);
+  /// Cherry-picks c's change onto the best (c's commit, parent and store row
+  /// follow; why leads its log line). False: it conflicts, and c has ended as
+  /// a conflict (log_tail: its last run's).
+  bool move_onto_best(Candidate& c, const std::string& why, const std::string& log_tail);
 
   // executor = "slurm" (slurm_run_executor.h): the stages as one Slurm job.
   void open_slurm();
@@ -252,6 +243,10 @@ class Engine {
   // Endings.
   void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
             const std::string& failure_detail = "");
+  /// An experiment's end in the store, the breaker, what the next proposal
+  /// is told, and the log. True for a failed baseline (fail stops the daemon).
+  bool record_end(int64_t id, bool baseline, const std::string& final_status, const std::string& error,
+                  const std::string& log_tail, const std::string& failure_detail);
   void release(Candidate& c);
   void keep(Candidate& c, double value, const std::string& why);
 
@@ -271,21 +266,20 @@ class Engine {
   // Helpers.
   /// The sandbox of a child of slot (slot_sandbox).
   std::vector<std::string> sandbox_wrapper(int slot, bool build, const std::string& command) const;
-  /// Records a child's group (and its leader's start time) before it runs.
-  void record_group(int64_t id, pid_t pgid);
   /// What in c's slot (slot_differences) and of its refs differs from what c runs; "" when nothing.
   std::string tamper_check(const Candidate& c);
   /// reset_slot (slots.h) of slot to commit. Returns "" or why it failed.
   std::string reset_slot(int slot, const std::string& commit);
   /// Points the branch back at the best and c's ref back at its commit, where a child moved them.
   void restore_refs(const Candidate& c);
-  /// Stores a program.md version; returns its hash.
-  std::string record_program(const std::string& content);
   std::filesystem::path log_path(const Candidate& c, const std::string& name) const;
   std::string exp_ref(int64_t id) const;
-  size_t count(Phase phase) const;
-  Candidate* find(int64_t id);
-  void erase(int64_t id);
+  /// The workers' GPU ids, in order.
+  std::vector<std::string> gpu_ids() const;
+  /// Gives c the next key and adds it to candidates_.
+  Candidate& add(Candidate c);
+  Candidate* find(int64_t key);
+  void erase(int64_t key);
 
   boost::asio::io_context& io_;
   const Config& config_;
@@ -298,49 +292,40 @@ class Engine {
   std::string branch_ref_;
 
   boost::asio::signal_set signals_;
-  boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer stop_deadline_;
   boost::asio::steady_timer fault_timer_;
-  boost::asio::steady_timer store_check_timer_;
+  StoreWatch store_watch_;
 
   std::unique_ptr<GitRepo> repo_;  ///< the user's checkout (read only, but for info/exclude)
   std::vector<Slot> slots_;
   std::vector<Worker> workers_;
-  std::map<int64_t, Candidate> candidates_;  ///< every experiment in flight, by id (so oldest first)
-  std::deque<Fix> fixes_;
-  std::vector<int64_t> idle_rows_;  ///< experiment rows whose proposal came back unavailable, to ask again
-  std::string base_commit_;
+  std::map<int64_t, Candidate> candidates_;  ///< every run in flight, by key (so oldest first)
+  TagChain start_chain_;  ///< the tag's chain as reconcile found it (tag_base.h)
   std::string best_commit_;
   std::optional<double> best_val_;
   bool baseline_pending_ = false;   ///< the baseline has not been measured yet
-  std::vector<int64_t> deferred_;   ///< measured candidates waiting for the baseline's value
+  std::vector<int64_t> deferred_;   ///< keys of measured candidates waiting for the baseline's value
   std::vector<Resume> resumes_;     ///< planned by reconcile, taken up by begin (resume.h)
   std::string data_dir_;
   int64_t session_ = 0;
   std::optional<Failure> last_failure_;
   std::string last_wait_message_;
-  bool proposals_blocked_ = false;  ///< waiting retry_wait_s after an unavailable proposer
   std::string paused_;              ///< the pause status shows, '' when proposing
   CircuitBreaker breaker_;
   FaultPause fault_pause_;
-  /// Proposals whose commit met a fault of the machine: handled again once it clears.
-  std::vector<std::shared_ptr<ProposalDone>> held_proposals_;
   int builds_running_ = 0;
   std::unique_ptr<NoiseRounds> rounds_;
   int64_t best_id_ = 0;        ///< the experiment of best_commit_
-  int64_t next_repeat_ = 0;    ///< repeats count down from -1
+  int64_t next_key_ = 0;       ///< the last Candidate::key given
+  int next_repeat_ = 0;        ///< the last Candidate::repeat given
   int since_round_ = 0;        ///< experiments decided since the last noise round
 
   bool pump_scheduled_ = false;
 
-  // Proposal threads.
-  std::shared_ptr<Mailbox> mailbox_;
-  std::shared_ptr<std::atomic<bool>> cancel_;
-  int proposals_running_ = 0;
-  std::shared_ptr<std::atomic<int>> threads_inside_;
+  std::shared_ptr<Mailbox> mailbox_;  ///< the data step's thread posts its end here
+  std::unique_ptr<Proposals> proposals_;
 
   bool rebase_ = false;   ///< start --rebase was asked for
-  bool rebased_ = false;  ///< reconcile moved the chain: a new baseline is due
   bool started_ = false;  ///< the data step is done and the pipeline runs
   bool stopping_ = false;
   std::string stop_reason_;

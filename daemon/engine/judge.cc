@@ -81,4 +81,19 @@ Ruling judge(const Evidence& e, const KeepSettings& settings) {
   return {Action::discard, "", mean, d.reason};
 }
 
+Evidence recorded_evidence(const std::vector<TrialRow>& trials, int64_t calibration, const std::string& commit,
+                           const std::string& parent, const std::string& best, const std::string& diff) {
+  Evidence e;
+  e.parent = parent;
+  e.best = best;
+  e.runs = runs_of(trials, commit, calibration);
+  e.parent_runs = runs_of(trials, parent, calibration);
+  e.best_runs = runs_of(trials, best, calibration);
+  e.run_gpus = gpus_of(trials, commit, calibration);
+  const DiffLines lines = count_diff_lines(diff);
+  e.lines_added = lines.added;
+  e.lines_removed = lines.removed;
+  return e;
+}
+
 }  // namespace ard

@@ -46,6 +46,8 @@
 
 namespace ard {
 
+struct TrialRow;  // store.h
+
 /// How often a candidate's change is re-applied onto a newer best at most;
 /// a stale candidate that beats its older best once more is then discarded.
 inline constexpr int kMaxReapplies = 3;
@@ -101,5 +103,12 @@ struct Ruling {
 
 /// Rules on a measured candidate by the table at the top of this file.
 Ruling judge(const Evidence& evidence, const KeepSettings& settings);
+
+/// The evidence the trials table and a diff hold on a candidate of commit,
+/// made against parent, while best is the best: the runs of the three and
+/// commit's GPUs under calibration (run_evidence.h), and diff's lines. The
+/// rest (what it waits for, σ, its counts, the GPUs) is the caller's to add.
+Evidence recorded_evidence(const std::vector<TrialRow>& trials, int64_t calibration, const std::string& commit,
+                           const std::string& parent, const std::string& best, const std::string& diff);
 
 }  // namespace ard

@@ -4,6 +4,8 @@
 // confirm, the value recorded and the reason line to the character.
 #include "daemon/engine/judge.h"
 
+#include "daemon/store/store.h"
+
 #include <gmock/gmock.h>
 
 #include <functional>
@@ -241,6 +243,33 @@ TEST(Judge, ItsBaselineLineNamesTheMetric) {
   e.metric = "val_loss";
   e.value = 2.5;
   EXPECT_EQ(judge(e, {}).reason, "kept: the baseline, val_loss 2.5");
+}
+
+// The store's part of the evidence: each commit's finished runs under the
+// current calibration only, the candidate's GPUs, and its diff's lines.
+TEST(RecordedEvidence, TheRunsOfTheThreeCommitsUnderTheCalibrationAndTheDiffsLines) {
+  auto trial = [](const std::string& commit, const std::string& gpu, double v, int64_t calibration,
+                  const std::string& status) {
+    TrialRow t;
+    t.commit = commit;
+    t.gpu = gpu;
+    t.val_bpb = v;
+    t.calibration = calibration;
+    t.status = status;
+    return t;
+  };
+  const std::vector<TrialRow> trials = {
+      trial("cand", "0", 0.95, 2, "ok"),    trial("cand", "1", 0.96, 2, "ok"), trial("cand", "1", 0.5, 1, "ok"),
+      trial("cand", "0", 0.1, 2, "crash"),  trial("parent", "0", 0.99, 2, "ok"), trial("best", "1", 0.97, 2, "ok")};
+  const Evidence e = recorded_evidence(trials, 2, "cand", "parent", "best", "--- a/x\n+++ b/x\n-a\n+b\n+c\n");
+  EXPECT_EQ(e.runs, (std::vector<double>{0.95, 0.96}));
+  EXPECT_EQ(e.run_gpus, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(e.parent_runs, std::vector<double>{0.99});
+  EXPECT_EQ(e.best_runs, std::vector<double>{0.97});
+  EXPECT_EQ(e.parent, "parent");
+  EXPECT_EQ(e.best, "best");
+  EXPECT_EQ(e.lines_added, 2);
+  EXPECT_EQ(e.lines_removed, 1);
 }
 
 }  // namespace

@@ -17,6 +17,20 @@ std::vector<std::string> incumbent_rerun_gpus(const std::vector<std::string>& gp
   return out;
 }
 
+std::string round_due(const NoiseRounds& rounds, int experiments_since_round, double now, int every,
+                      double max_age_s) {
+  const NoiseDue due = rounds.due(experiments_since_round, now, every, max_age_s);
+  if (due == NoiseDue::not_due) return "";
+  const double age = rounds.last_round_at() ? now - *rounds.last_round_at() : 0;
+  return describe(due, experiments_since_round, age);
+}
+
+std::optional<double> best_mean(const std::vector<TrialRow>& trials, const std::string& best, int64_t calibration) {
+  const std::vector<double> runs = runs_of(trials, best, calibration);
+  if (runs.empty()) return std::nullopt;
+  return spread_of(runs).mean;
+}
+
 RoundEnd end_round(NoiseRounds& rounds, const std::vector<TrialRow>& trials, double now) {
   RoundEnd end;
   end.warning = rounds.finish(now);

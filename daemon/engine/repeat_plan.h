@@ -2,10 +2,11 @@
 // after a keep, and what a finished noise round says (its stored row, the
 // round that must follow at once, its log line).
 //
-// The runs themselves (candidates with ids below 0) are the engine's; the
+// The runs themselves (candidates with a repeat number) are the engine's; the
 // rounds' state is NoiseRounds' (decide/noise_rounds.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@ namespace ard {
 /// those used so far. used: the GPUs of its finished runs and of the re-runs
 /// on their way.
 std::vector<std::string> incumbent_rerun_gpus(const std::vector<std::string>& gpus, std::vector<std::string> used);
+
+/// Why a noise round starts now (describe(NoiseDue, ...)), or "" when none is
+/// due: rounds' due rule over the experiments decided since the last round and its age.
+std::string round_due(const NoiseRounds& rounds, int experiments_since_round, double now, int every,
+                      double max_age_s);
+
+/// The best's value: the mean of its finished runs (runs_of) under
+/// calibration; nullopt while it has none.
+std::optional<double> best_mean(const std::vector<TrialRow>& trials, const std::string& best, int64_t calibration);
 
 /// What a finished noise round says.
 struct RoundEnd {

@@ -61,5 +61,25 @@ TEST(EndRound, ARoundThatHeldCandidatesOnTooFewDfIsFollowedByAnother) {
   EXPECT_FALSE(end.row.sigma);
 }
 
+TEST(RoundDue, NeverMeasuredThenEveryNExperimentsThenWhenTooOld) {
+  NoiseRounds rounds({"0", "1"}, false);
+  EXPECT_EQ(round_due(rounds, 0, 1000, 20, 7200), "never measured");
+  run_round(rounds, false);
+  rounds.finish(1000);
+  EXPECT_EQ(round_due(rounds, 3, 1010, 20, 7200), "");
+  EXPECT_EQ(round_due(rounds, 39, 1010, 20, 7200), "");  // every 20 per GPU
+  EXPECT_EQ(round_due(rounds, 40, 1010, 20, 7200), "40 experiments since the last round");
+  EXPECT_EQ(round_due(rounds, 3, 1000 + 3 * 3600, 20, 7200), "the estimate is 3.0 h old");
+}
+
+TEST(BestMean, TheMeanOfTheBestsFinishedRunsUnderTheCalibration) {
+  TrialRow old_board = noise_run("0", 0.5);
+  old_board.calibration = 1;
+  TrialRow crashed = noise_run("1", 0.1);
+  crashed.status = "crash";
+  EXPECT_EQ(best_mean({noise_run("0", 0.96), noise_run("1", 0.98), old_board, crashed}, "best", 0), 0.97);
+  EXPECT_FALSE(best_mean({old_board}, "best", 0));
+}
+
 }  // namespace
 }  // namespace ard

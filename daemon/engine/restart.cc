@@ -41,11 +41,15 @@ std::vector<Resume> settle_last_sessions(Store& store, const SettleSettings& s,
     log("reconcile: #" + std::to_string(r.id) + " marked interrupted (was " + where + ")");
   }
   // What the last session left interrupted (stopped, or killed above) runs again once the pipeline begins.
-  const auto sessions = store.sessions(s.tag);
-  if (sessions.empty()) return {};
-  ResumePlan plan = plan_resumes(store.experiments(s.tag), store.trials(s.tag), sessions.back().started_at);
+  ResumePlan plan = last_session_resumes(store, s.tag);
   for (const auto& line : plan.left) log("reconcile: " + line);
   return std::move(plan.resume);
+}
+
+ResumePlan last_session_resumes(Store& store, const std::string& tag) {
+  const auto sessions = store.sessions(tag);
+  if (sessions.empty()) return {};
+  return plan_resumes(store.experiments(tag), store.trials(tag), sessions.back().started_at);
 }
 
 }  // namespace ard

@@ -4,7 +4,7 @@
 // (evaluated_reconcile.h); every other unfinished experiment ends as
 // `interrupted` (its orphaned group killed), or is deleted when it was only
 // waiting for a proposal; and the plan of what runs again (resume.h).
-// The branch and the best are the engine's (they need the repo).
+// The branch and the best are settle_tag's (tag_base.h).
 #pragma once
 
 #include <filesystem>
@@ -32,5 +32,9 @@ struct SettleSettings {
 /// left interrupted that runs again (resume.h).
 std::vector<Resume> settle_last_sessions(Store& store, const SettleSettings& settings,
                                          const std::function<void(const std::string&)>& log);
+
+/// What the tag's last session leaves interrupted that the next start runs
+/// again (plan_resumes); nothing before the first session.
+ResumePlan last_session_resumes(Store& store, const std::string& tag);
 
 }  // namespace ard

@@ -49,7 +49,7 @@ struct Run {
   /// Where the daemon's logs are: with the worktree, what the fault probe (child_fault) writes to.
   std::filesystem::path logs_dir;
   /// The run's name where an executor gives it one (a Slurm job's, unique per trial):
-  /// "ard-<tag>-<id>-t<trial>", the id negative for a repeat run of the best.
+  /// "ard-<tag>-<experiment>-t<trial>" (a repeat run of the best names the best's row).
   std::string name;
   std::string title;       ///< one line for a job script's comment: the experiment, trial and commit
   std::string last_stage;  ///< the config's last stage's name: the summary's source in an end's detail

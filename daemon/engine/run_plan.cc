@@ -44,12 +44,12 @@ std::string trial_purpose(const std::string& own, int reapplies) {
   return !own.empty() ? own : reapplies ? purpose::kReapplied : purpose::kCandidate;
 }
 
-std::string log_file_name(int64_t id, int64_t row, int reapplies, int confirmations, const std::string& purpose,
+std::string log_file_name(int64_t experiment, int repeat, int reapplies, int confirmations, const std::string& purpose,
                           const std::string& step) {
   std::string run = reapplies ? "-r" + std::to_string(reapplies) : "";
   if (confirmations) run += "-c" + std::to_string(confirmations);
-  if (id < 0) run += "-" + purpose + std::to_string(-id);
-  return std::to_string(id > 0 ? id : row) + run + "-" + step + ".log";
+  if (repeat) run += "-" + purpose + std::to_string(repeat);
+  return std::to_string(experiment) + run + "-" + step + ".log";
 }
 
 RunStep build_step(const Config& config, std::vector<std::string> wrapper, std::filesystem::path log) {

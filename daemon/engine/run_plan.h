@@ -36,9 +36,9 @@ std::vector<std::string> child_env(const std::vector<std::string>& env, const st
 /// else reapplied for a change re-applied onto a newer best, else candidate.
 std::string trial_purpose(const std::string& own, int reapplies);
 
-/// A step's log file name: "<row>[-r<reapplies>][-c<confirmations>][-<purpose><n>]-<step>.log",
-/// where a repeat run of the best (id -n < 0) names its row and its purpose.
-std::string log_file_name(int64_t id, int64_t row, int reapplies, int confirmations, const std::string& purpose,
+/// A step's log file name: "<experiment>[-r<reapplies>][-c<confirmations>][-<purpose><repeat>]-<step>.log",
+/// where the best's n-th repeat run (repeat n > 0) names its purpose too.
+std::string log_file_name(int64_t experiment, int repeat, int reapplies, int confirmations, const std::string& purpose,
                           const std::string& step);
 
 /// The build: build_command behind wrapper, build_timeout_s (also its expected time), into log.

@@ -48,7 +48,7 @@ TEST(TrialPurpose, ItsOwnElseReappliedElseCandidate) {
 TEST(LogFileName, NamesTheRowAndWhichRunOfItItIs) {
   EXPECT_EQ(log_file_name(12, 0, 0, 0, "", "build"), "12-build.log");
   EXPECT_EQ(log_file_name(12, 0, 1, 2, purpose::kConfirm, "train"), "12-r1-c2-train.log");
-  EXPECT_EQ(log_file_name(-3, 5, 0, 0, purpose::kNoise, "train"), "5-noise3-train.log");
+  EXPECT_EQ(log_file_name(5, 3, 0, 0, purpose::kNoise, "train"), "5-noise3-train.log");
 }
 
 Config two_stages() {

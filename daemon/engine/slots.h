@@ -26,7 +26,7 @@ struct WorktreeSlot {
   std::filesystem::path path;
   /// The worktree; null after its re-creation failed (a full disk): the next reset tries again.
   std::unique_ptr<GitRepo> repo;
-  int64_t holder = 0;          ///< the candidate that holds it; 0: free
+  int64_t holder = 0;          ///< the key of the candidate that holds it; 0: free
   bool discard_build = false;  ///< a tampered experiment ran here: its build directory goes at the next reset
 };
 

@@ -42,7 +42,7 @@ TEST(FreeSlot, TheFirstThatNoCandidateHolds) {
   slots[0].holder = 4;
   EXPECT_EQ(free_slot(slots), 1);
   slots[1].holder = 5;
-  slots[2].holder = -1;  // a repeat's
+  slots[2].holder = 6;  // a repeat run holds one like any candidate
   EXPECT_EQ(free_slot(slots), -1);
   EXPECT_EQ(free_slot({}), -1);
 }

@@ -72,5 +72,54 @@ TEST_F(TagBaseTest, AKeptChangeThatDoesNotApplyStopsTheRebaseNamingIt) {
   }
 }
 
+TEST_F(TagBaseTest, AFirstStartRecordsTheRunAndMakesTheBranchAtHead) {
+  Store store((dir.path() / "results.db").string());
+  std::vector<std::string> lines;
+  const TagChain chain = settle_tag(*repo, store, "t", false, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(chain.base, base);
+  EXPECT_EQ(chain.best, base);  // nothing kept yet
+  EXPECT_FALSE(chain.best_val);
+  EXPECT_EQ(chain.best_id, 0);
+  EXPECT_EQ(store.run_base("t"), base);
+  EXPECT_EQ(repo->ref_target("refs/heads/autoresearch/t"), base);
+  EXPECT_TRUE(lines.empty());
+}
+
+TEST_F(TagBaseTest, AStartFindsTheBestKeptCommitAndPutsAMovedBranchBackOnIt) {
+  Store store((dir.path() / "results.db").string());
+  settle_tag(*repo, store, "t", false, [](const std::string&) {});
+  const int64_t id = store.create_experiment("t", false, base, "", "p", std::nullopt);
+  store.set_commit(id, best, repo->diff(base, best));
+  store.set_metrics(id, {0.9, std::nullopt, std::nullopt, "{}"});
+  store.finish(id, status::kKept, "", "");
+  repo->set_ref("refs/heads/autoresearch/t", base, "moved by hand");
+  std::vector<std::string> lines;
+  const TagChain chain = settle_tag(*repo, store, "t", false, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(chain.best, best);
+  EXPECT_EQ(chain.best_val, 0.9);
+  EXPECT_EQ(chain.best_id, id);
+  EXPECT_FALSE(chain.rebased);
+  EXPECT_EQ(repo->ref_target("refs/heads/autoresearch/t"), best);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("is not the best kept commit; reset to " + best.substr(0, 7)));
+}
+
+TEST_F(TagBaseTest, ARebasedStartRecordsTheNewBaseAndForgetsTheBestsValue) {
+  Store store((dir.path() / "results.db").string());
+  settle_tag(*repo, store, "t", false, [](const std::string&) {});
+  const std::string head = user_commit("lr 1\n#\n#\n#\ndepth 12\n");
+  const TagChain chain = settle_tag(*repo, store, "t", true, [](const std::string&) {});
+  EXPECT_TRUE(chain.rebased);
+  EXPECT_EQ(chain.base, head);
+  EXPECT_EQ(chain.best, head);  // no change was kept: the chain is HEAD itself
+  EXPECT_EQ(store.run_base("t"), head);
+}
+
+TEST_F(TagBaseTest, ABaseMissingFromTheRepoStopsTheStart) {
+  Store store((dir.path() / "results.db").string());
+  store.add_run("t", "autoresearch/t", std::string(40, 'a'));
+  EXPECT_THROW(settle_tag(*repo, store, "t", false, [](const std::string&) {}), FatalError);
+}
+
 }  // namespace
 }  // namespace ard

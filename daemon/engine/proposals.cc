@@ -1,0 +1,226 @@
+// See proposals.h.
+#include "daemon/engine/proposals.h"
+
+#include "daemon/decide/memory.h"
+#include "daemon/duration.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/text.h"
+
+namespace ard {
+
+std::string record_program(Store& store, const std::string& content) {
+  std::string hash = blob_hash(content);
+  store.put_program(hash, content);
+  return hash;
+}
+
+Proposals::Proposals(boost::asio::io_context& io, const Config& config, Store& store, Proposer& proposer, Log& log,
+                     OnOutcome on_outcome, std::function<void()> on_unblocked)
+    : config_(config),
+      store_(store),
+      proposer_(proposer),
+      log_(log),
+      on_outcome_(std::move(on_outcome)),
+      on_unblocked_(std::move(on_unblocked)),
+      block_timer_(io),
+      editable_(config.editable),
+      mailbox_(std::make_shared<Mailbox>(io)),
+      cancel_(std::make_shared<std::atomic<bool>>(false)),
+      inside_(std::make_shared<std::atomic<int>>(0)) {}
+
+Proposals::~Proposals() { mailbox_->close(); }
+
+int64_t Proposals::ask(const AskContext& a) {
+  const std::string hash = record_program(store_, a.program);
+  std::optional<FixOwed> fix;
+  if (!fixes_.empty()) {
+    fix = std::move(fixes_.front());
+    fixes_.pop_front();
+  }
+  int64_t id;
+  if (!fix && !asked_again_.empty()) {
+    id = asked_again_.front();
+    asked_again_.erase(asked_again_.begin());
+    store_.set_program(id, hash);
+    store_.restart_clock(id);  // the wait for the provider is no part of its duration
+  } else {
+    id = store_.create_experiment(config_.tag, false, a.parent, hash, proposer_.name(),
+                                  fix ? std::optional<int64_t>(fix->of) : std::nullopt);
+  }
+  Row& row = rows_[id];
+  row.fix = fix;
+  row.parent = a.parent;
+  row.running = true;
+
+  ProposalContext ctx;
+  ctx.experiment_id = id;
+  ctx.program_md = a.program;
+  ctx.files = fix ? fix->files : repo_->editable_files(a.parent, editable_);
+  const std::vector<ExperimentRow> rows = store_.experiments(config_.tag);
+  ctx.history = proposal_history(rows);
+  ctx.tried = tried_memory(rows, ctx.files);
+  if (!fix) ctx.idea = idea_for(id);
+  ctx.in_flight = a.in_flight;
+  ctx.best_val_bpb = a.best_value;
+  ctx.noise_note = a.noise_note;
+  ctx.last_failure = a.last_failure;
+  ++running_;
+  propose_on_thread(proposer_, std::move(ctx), cancel_, inside_, mailbox_,
+                    [this, id](ProposalResult r) { answered(id, std::move(r)); });
+  return id;
+}
+
+void Proposals::cancel() {
+  cancelled_ = true;
+  cancel_->store(true);
+  block_timer_.cancel();
+}
+
+void Proposals::block(double wait_s) {
+  if (blocked_) return;
+  blocked_ = true;
+  block_timer_.expires_after(steady_seconds(wait_s));
+  block_timer_.async_wait([this](const boost::system::error_code& err) {
+    if (err) return;
+    blocked_ = false;
+    on_unblocked_();
+  });
+}
+
+void Proposals::answered(int64_t id, ProposalResult result) {
+  if (running_ == 0) return;  // given up at stop
+  --running_;
+  auto it = rows_.find(id);
+  if (it != rows_.end()) it->second.running = false;
+  record_attempts(store_, id, result);
+  if (it == rows_.end()) return;
+  it->second.result = std::move(result);
+  if (cancelled_) {
+    ProposalOutcome stopped;
+    stopped.kind = ProposalOutcome::Kind::kStopped;
+    stopped.experiment = id;
+    return on_outcome_(stopped);
+  }
+  on_outcome_(handle(id));
+}
+
+ProposalOutcome Proposals::handle(int64_t id) {
+  using Kind = ProposalOutcome::Kind;
+  Row& row = rows_.at(id);
+  ProposalOutcome o;
+  o.experiment = id;
+  o.parent = row.parent;
+  if (row.fix) {
+    o.fix_round = row.fix->round;
+    o.fix_of = row.fix->of;
+  }
+  const ProposalResult& result = row.result;
+  if (!result.ok()) {
+    const ProposalError& e = *result.error;
+    o.error = e.message;
+    if (auto wait = proposer_wait(e, config_.retry_wait_s, now_seconds())) {
+      if (row.fix) fixes_.push_front(*row.fix);  // the fix is still owed
+      else asked_again_.push_back(id);
+      const bool fix = row.fix.has_value();
+      rows_.erase(id);
+      if (fix && !drop_empty_row(id, "while the proposer waits (its fix is asked again later)"))
+        store_.finish(id, status::kProposerError, e.message, "");
+      o.kind = Kind::kWaiting;
+      o.wait = std::move(wait);
+      return o;
+    }
+    rows_.erase(id);
+    if (e.kind == ProposalError::Kind::kFatal) {
+      store_.finish(id, status::kProposerError, e.message, "");
+      o.kind = Kind::kFatal;
+      return o;
+    }
+    o.kind = Kind::kEnded;  // a bad edit
+    o.final_status = status::kProposerError;
+    return o;
+  }
+  const Proposal& p = *result.proposal;
+  o.description = description_line(p.description);
+  store_.set_proposal(id, o.description);
+  const ProposalCommit made =
+      commit_proposal(*repo_, editable_, row.parent, row.fix ? row.fix->files : std::vector<EditableFile>{}, p.writes,
+                      o.description, "refs/autoresearch/" + config_.tag + "/exp/" + std::to_string(id),
+                      config_.repo / ".git" / "objects");
+  if (made.fault) {
+    row.held = true;
+    o.kind = Kind::kHeld;
+    o.fault = made.fault;
+    return o;
+  }
+  rows_.erase(id);
+  if (!made.rejected.empty()) {
+    o.kind = Kind::kEnded;
+    o.final_status = status::kPatchRejected;
+    o.error = made.rejected;
+    return o;
+  }
+  const std::string diff = repo_->diff(o.parent, made.commit);
+  store_.set_commit(id, made.commit, diff);
+  o.commit = made.commit;
+  if (auto dup = duplicate_among(store_.experiments(config_.tag), id, diff, config_.dedup.threshold)) {
+    o.kind = Kind::kEnded;
+    o.final_status = status::kDuplicate;
+    o.error = dup->reason;
+    o.failure_detail = "this change " + dup->reason + ": it was not run. Propose a change not tried before.";
+    return o;
+  }
+  o.kind = Kind::kCommitted;
+  return o;
+}
+
+void Proposals::recover() {
+  for (auto it = rows_.begin(); it != rows_.end();) {
+    if (it->second.running || it->second.held) {
+      ++it;
+      continue;
+    }
+    asked_again_.push_back(it->first);
+    it = rows_.erase(it);
+  }
+}
+
+void Proposals::replay_held() {
+  std::vector<int64_t> held;
+  for (auto& [id, row] : rows_)
+    if (row.held) held.push_back(id);
+  for (int64_t id : held) {
+    rows_.at(id).held = false;
+    on_outcome_(handle(id));
+  }
+}
+
+void Proposals::end_rows_at_stop() {
+  std::vector<int64_t> ids = std::exchange(asked_again_, {});
+  for (const auto& [id, row] : rows_) ids.push_back(id);
+  rows_.clear();
+  for (int64_t id : ids)
+    if (!drop_empty_row(id, "at stop")) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");
+}
+
+std::string Proposals::idea_for(int64_t id) {
+  const auto row = store_.experiment(id);
+  const std::vector<IdeaRow> ideas = store_.ideas(config_.tag);
+  for (const auto& idea : ideas)  // a row asked again keeps its idea
+    if (row && row->idea_id == idea.id) return idea.text;
+  for (const auto& idea : ideas)
+    if (idea_open(idea)) {
+      store_.set_experiment_idea(id, idea.id);
+      log_("#" + std::to_string(id) + " is asked to try idea " + std::to_string(idea.id) + ": " +
+           flatten_to_one_line(idea.text));
+      return idea.text;
+    }
+  return "";
+}
+
+bool Proposals::drop_empty_row(int64_t id, const std::string& when) {
+  if (!store_.delete_if_empty(id)) return false;
+  log_("#" + std::to_string(id) + " removed " + when + ": it had no proposal and no LLM call; its id stays unused");
+  return true;
+}
+
+}  // namespace ard

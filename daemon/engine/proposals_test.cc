@@ -1,0 +1,187 @@
+// Tests of the proposal side of the loop against a scripted proposer, a real
+// store and a real repository: which row is asked, and the one outcome each
+// answer becomes (committed, ended, waiting, fatal, stopped), with the rows
+// left as the engine expects them.
+#include "daemon/engine/proposals.h"
+
+#include <gmock/gmock.h>
+
+#include <deque>
+#include <mutex>
+
+#include "daemon/store/experiment_state.h"
+#include "testing/test_util.h"
+
+namespace ard {
+namespace {
+
+using ::testing::HasSubstr;
+using Kind = ProposalOutcome::Kind;
+
+GitLibrary git_library;
+
+/// Answers each ask with the next scripted result and remembers what it was told.
+class ScriptedProposer : public Proposer {
+ public:
+  std::string name() const override { return "scripted"; }
+  ProposalResult propose(const ProposalContext& ctx) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    told.push_back(ctx);
+    ProposalResult r = script.front();
+    script.pop_front();
+    return r;
+  }
+  std::mutex mutex;
+  std::deque<ProposalResult> script;
+  std::vector<ProposalContext> told;
+};
+
+ProposalResult edit(const std::string& description, const std::string& content) {
+  ProposalResult r;
+  r.proposal = Proposal{description, {{"trainer/train.cu", content}}, {}};
+  return r;
+}
+
+ProposalResult error(ProposalError::Kind kind, const std::string& message) {
+  ProposalResult r;
+  r.error = ProposalError{kind, message, {}, 0};
+  return r;
+}
+
+class ProposalsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = dir.path() / "repo";
+    testing::write_file(root / "trainer/train.cu", "lr 1\n#\n#\n#\n#\n#\n#\ndepth 8\n");
+    ASSERT_EQ(testing::commit_base_repo(root), 0);
+    config.repo = root;
+    config.tag = "t";
+    config.editable = {"trainer/train.cu"};
+    repo = std::make_unique<GitRepo>(root);
+    base = repo->head();
+    store.add_run("t", "autoresearch/t", base);
+    proposals = std::make_unique<Proposals>(io, config, store, proposer, log,
+                                            [this](const ProposalOutcome& o) { outcomes.push_back(o); },
+                                            [this] { ++unblocked; });
+    proposals->open(*repo);
+  }
+  /// Asks once and runs the loop until its outcome is in.
+  ProposalOutcome ask_one() {
+    const size_t before = outcomes.size();
+    io.restart();  // the last ask's guard, let go, stopped it
+    auto guard = boost::asio::make_work_guard(io);
+    proposals->ask(AskContext{"program", base, {}, std::nullopt, "", std::nullopt});
+    while (outcomes.size() == before) io.run_one();
+    return outcomes.back();
+  }
+  testing::TempDir dir;
+  std::filesystem::path root;
+  Config config;
+  Store store{(dir.path() / "results.db").string()};
+  Log log{dir.path() / "daemon.log", false};
+  ScriptedProposer proposer;
+  boost::asio::io_context io;
+  std::unique_ptr<GitRepo> repo;
+  std::string base;
+  std::vector<ProposalOutcome> outcomes;
+  int unblocked = 0;
+  std::unique_ptr<Proposals> proposals;
+};
+
+TEST_F(ProposalsTest, AnEditIsCommittedOnTheParentOfItsAsk) {
+  proposer.script = {edit("raise lr\nmore words", "lr 2\n#\n#\n#\n#\n#\n#\ndepth 8\n")};
+  const ProposalOutcome o = ask_one();
+  EXPECT_EQ(o.kind, Kind::kCommitted);
+  EXPECT_EQ(o.parent, base);
+  EXPECT_EQ(o.description, "raise lr");
+  EXPECT_EQ(repo->ref_target("refs/autoresearch/t/exp/" + std::to_string(o.experiment)), o.commit);
+  const auto row = store.experiment(o.experiment);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->commit, o.commit);
+  EXPECT_THAT(row->diff, HasSubstr("+lr 2"));
+  EXPECT_EQ(proposals->pending(), 0u);
+  EXPECT_EQ(proposals->running(), 0);
+  EXPECT_EQ(proposer.told.at(0).files.at(0).path, "trainer/train.cu");
+}
+
+TEST_F(ProposalsTest, AnEditOutsideTheEditableFilesEndsAsPatchRejected) {
+  ProposalResult outside;
+  outside.proposal = Proposal{"touch the harness", {{"trainer/harness/eval.h", "x\n"}}, {}};
+  proposer.script = {outside};
+  const ProposalOutcome o = ask_one();
+  EXPECT_EQ(o.kind, Kind::kEnded);
+  EXPECT_EQ(o.final_status, status::kPatchRejected);
+  EXPECT_THAT(o.error, HasSubstr("trainer/harness/eval.h"));
+}
+
+TEST_F(ProposalsTest, TheSameChangeAgainIsADuplicateNamingTheFirst) {
+  proposer.script = {edit("raise lr", "lr 2\n#\n#\n#\n#\n#\n#\ndepth 8\n"),
+                     edit("raise lr again", "lr 2\n#\n#\n#\n#\n#\n#\ndepth 8\n")};
+  const ProposalOutcome first = ask_one();
+  ASSERT_EQ(first.kind, Kind::kCommitted);
+  const ProposalOutcome second = ask_one();
+  EXPECT_EQ(second.kind, Kind::kEnded);
+  EXPECT_EQ(second.final_status, status::kDuplicate);
+  EXPECT_THAT(second.error, HasSubstr("#" + std::to_string(first.experiment)));
+  EXPECT_THAT(second.failure_detail, HasSubstr("it was not run"));
+}
+
+TEST_F(ProposalsTest, AWaitAsksTheSameRowAgainAndABadEditEndsIt) {
+  proposer.script = {error(ProposalError::Kind::kUnavailable, "HTTP 503"),
+                     error(ProposalError::Kind::kBadEdit, "no edit applies")};
+  const ProposalOutcome wait = ask_one();
+  EXPECT_EQ(wait.kind, Kind::kWaiting);
+  ASSERT_TRUE(wait.wait);
+  EXPECT_THAT(wait.wait->message, HasSubstr("HTTP 503"));
+  EXPECT_EQ(proposals->pending(), 0u);
+  const ProposalOutcome bad = ask_one();
+  EXPECT_EQ(bad.experiment, wait.experiment);  // the row waited, and was asked again
+  EXPECT_EQ(bad.kind, Kind::kEnded);
+  EXPECT_EQ(bad.final_status, status::kProposerError);
+  EXPECT_EQ(bad.error, "no edit applies");
+}
+
+TEST_F(ProposalsTest, AFixOwedIsAskedFirstWithTheFailedFiles) {
+  const int64_t failed = store.create_experiment("t", false, base, "", "scripted", std::nullopt);
+  proposals->owe_fix(FixOwed{failed, 1, {{"trainer/train.cu", "lr 3 broken\n"}}});
+  proposer.script = {edit("fix it", "lr 3\n")};
+  const ProposalOutcome o = ask_one();
+  EXPECT_EQ(o.kind, Kind::kCommitted);
+  EXPECT_NE(o.experiment, failed);  // a row of its own
+  EXPECT_EQ(o.fix_round, 1);
+  EXPECT_EQ(o.fix_of, failed);
+  EXPECT_EQ(proposer.told.at(0).files.at(0).content, "lr 3 broken\n");
+  EXPECT_EQ(store.experiment(o.experiment)->fix_of, failed);
+}
+
+TEST_F(ProposalsTest, AFatalErrorFinishesTheRow) {
+  proposer.script = {error(ProposalError::Kind::kFatal, "bad key")};
+  const ProposalOutcome o = ask_one();
+  EXPECT_EQ(o.kind, Kind::kFatal);
+  EXPECT_EQ(o.error, "bad key");
+  EXPECT_EQ(store.experiment(o.experiment)->state, status::kProposerError);
+}
+
+TEST_F(ProposalsTest, AnAnswerAfterCancelIsStoppedAndItsRowEndsAtStop) {
+  proposer.script = {edit("raise lr", "lr 2\n#\n#\n#\n#\n#\n#\ndepth 8\n")};
+  proposals->cancel();
+  const ProposalOutcome o = ask_one();
+  EXPECT_EQ(o.kind, Kind::kStopped);
+  EXPECT_EQ(proposals->pending(), 1u);
+  proposals->end_rows_at_stop();
+  EXPECT_EQ(proposals->pending(), 0u);
+  // Nothing of the proposal was recorded, so its row is gone, its id unused.
+  EXPECT_FALSE(store.experiment(o.experiment));
+}
+
+TEST_F(ProposalsTest, ABlockLastsItsWaitOnceAndSaysWhenItIsOver) {
+  proposals->block(0.05);
+  proposals->block(60);  // a block under way is left as it is
+  EXPECT_TRUE(proposals->blocked());
+  io.run_for(std::chrono::seconds(2));  // returns once the wait is over: nothing else is pending
+  EXPECT_FALSE(proposals->blocked());
+  EXPECT_EQ(unblocked, 1);
+}
+
+}  // namespace
+}  // namespace ard
