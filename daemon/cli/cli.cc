@@ -424,7 +424,7 @@ int cmd_plot(const Options& o, const std::string& out, bool by_time) {
   auto store = Store::open_read_only(state.db().string());
   if (auto unknown = unknown_tag(*store, config.tag)) throw FatalError(*unknown);
   const std::string file = out.empty() ? kDefaultPlot : out;
-  write_plot(*store, config.tag, file, by_time);
+  write_plot(*store, config.tag, file, by_time, PlotMetric{config.metric, config.goal});
   std::cout << "autoresearchd: wrote " << file
             << (out.empty() ? " in the current directory (the default; --out FILE.png or FILE.svg writes another)" : "")
             << "\n";

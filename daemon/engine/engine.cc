@@ -581,6 +581,8 @@ void Engine::request_proposal(const std::string& program) {
       ctx.in_flight.push_back(std::move(h));
     }
   ctx.best_val_bpb = best_val_;
+  ctx.metric = config_.metric;
+  ctx.goal = config_.goal;
   if (auto noise = decision_noise(store_.trials(config_.tag))) ctx.noise_note = noise_note(config_.noise.z, *noise);
   ctx.last_failure = last_failure_;
   ++proposals_running_;

@@ -49,6 +49,8 @@ struct DashboardSettings {
   /// Debian's libjs-chart.js; read once at start and served as /chart.js.
   std::filesystem::path chart_js = "/usr/share/javascript/chart.js/chart.min.js";
   NoiseSettings noise;  ///< [noise]: σ judged as the engine does
+  std::string metric = "val_bpb";      ///< `summary.metric`: the chart's axis
+  MetricGoal goal = MetricGoal::kMin;  ///< `summary.goal`: which way the best-so-far line goes
 };
 
 /// The settings for the repo's store and its [serve] table.
