@@ -6,9 +6,17 @@
 // is positive under either goal.
 #pragma once
 
+#include <string>
+
 namespace ard {
 
 enum class MetricGoal { kMin, kMax };
+
+/// The metric as reports name it (`summary.metric`) and which way is better.
+struct MetricSpec {
+  std::string name = "val_bpb";
+  MetricGoal goal = MetricGoal::kMin;
+};
 
 /// The config's word: "min" or "max".
 const char* to_string(MetricGoal goal);

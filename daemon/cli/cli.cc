@@ -338,7 +338,8 @@ int cmd_status(const Options& o) {
   // Nor is a tag that has only the ideas queued for its first start.
   if (!(pid && o.tag.empty()) && store.ideas(config.tag).empty())
     if (auto unknown = unknown_tag(store, config.tag)) throw FatalError(*unknown);
-  std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z});
+  std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z},
+                             {config.metric, config.goal});
   return 0;
 }
 
@@ -424,7 +425,7 @@ int cmd_plot(const Options& o, const std::string& out, bool by_time) {
   auto store = Store::open_read_only(state.db().string());
   if (auto unknown = unknown_tag(*store, config.tag)) throw FatalError(*unknown);
   const std::string file = out.empty() ? kDefaultPlot : out;
-  write_plot(*store, config.tag, file, by_time, PlotMetric{config.metric, config.goal});
+  write_plot(*store, config.tag, file, by_time, MetricSpec{config.metric, config.goal});
   std::cout << "autoresearchd: wrote " << file
             << (out.empty() ? " in the current directory (the default; --out FILE.png or FILE.svg writes another)" : "")
             << "\n";

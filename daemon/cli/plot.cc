@@ -64,7 +64,7 @@ std::optional<PlotFormat> plot_format(const std::filesystem::path& out) {
 }
 
 std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::string& tag, PlotFormat format,
-                           const std::filesystem::path& output, bool by_time, const PlotMetric& metric) {
+                           const std::filesystem::path& output, bool by_time, const MetricSpec& metric) {
   if (rows.empty()) throw FatalError("nothing to plot: no experiments yet in tag " + tag);
   double t0 = rows.front().started_at;
   auto x_of = [&](const ExperimentRow& r) { return by_time ? (r.started_at - t0) / 3600.0 : static_cast<double>(r.id); };
@@ -142,7 +142,7 @@ std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::st
 }
 
 void write_plot(Store& store, const std::string& tag, const std::filesystem::path& out, bool by_time,
-                const PlotMetric& metric) {
+                const MetricSpec& metric) {
   auto format = plot_format(out);
   if (!format) throw FatalError("plot --out: " + out.string() + ": expected a .png or .svg file name");
   std::filesystem::path target = std::filesystem::absolute(out);

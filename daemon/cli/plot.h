@@ -20,22 +20,16 @@ enum class PlotFormat { kPng, kSvg };
 /// The format the file name's extension asks for (.png or .svg), else nullopt.
 std::optional<PlotFormat> plot_format(const std::filesystem::path& out);
 
-/// The metric as the chart names it (`summary.metric`), and which way is better.
-struct PlotMetric {
-  std::string name = "val_bpb";
-  MetricGoal goal = MetricGoal::kMin;
-};
-
 /// The gnuplot script that draws rows (oldest first) into output, x by
 /// experiment number or by hours since the first start. Throws FatalError when
 /// no row has a value.
 std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::string& tag, PlotFormat format,
-                           const std::filesystem::path& output, bool by_time, const PlotMetric& metric = {});
+                           const std::filesystem::path& output, bool by_time, const MetricSpec& metric = {});
 
 /// Draws the tag's experiments into out: gnuplot writes a temporary file next
 /// to it, which replaces out only when gnuplot succeeded. Throws FatalError
 /// with gnuplot's own message when it fails, or when it is not installed.
 void write_plot(Store& store, const std::string& tag, const std::filesystem::path& out, bool by_time,
-                const PlotMetric& metric = {});
+                const MetricSpec& metric = {});
 
 }  // namespace ard

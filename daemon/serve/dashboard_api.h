@@ -25,8 +25,7 @@ struct DashboardView {
   std::optional<pid_t> daemon_pid;      ///< the running daemon, if any
   bool allow_actions = false;           ///< whether stop and program edits are offered
   NoiseSettings noise;                  ///< [noise], to judge σ as the engine does
-  std::string metric = "val_bpb";       ///< `summary.metric`: what val_bpb fields hold
-  MetricGoal goal = MetricGoal::kMin;   ///< `summary.goal`: "min" (lower is better) or "max"
+  MetricSpec metric;                    ///< `summary.metric` (what val_bpb fields hold) and `summary.goal`
 };
 
 /// The run at a glance: daemon, `metric` ({name, goal}: the metric that the

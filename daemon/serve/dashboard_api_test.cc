@@ -98,8 +98,7 @@ json lane_entry(const json& status, int64_t id) {
 TEST_F(DashboardApiTest, StatusNamesTheMetricAndItsGoal) {
   json s = api_status(store, view, 1200.0);
   EXPECT_EQ(s["metric"], json({{"name", "val_bpb"}, {"goal", "min"}}));
-  view.metric = "score";
-  view.goal = MetricGoal::kMax;
+  view.metric = {"score", MetricGoal::kMax};
   s = api_status(store, view, 1200.0);
   EXPECT_EQ(s["metric"], json({{"name", "score"}, {"goal", "max"}}));
 }
