@@ -454,7 +454,8 @@ int cmd_data_fetch(const Options& o, int shards) {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"autoresearchd: runs training experiments on a research repo around the clock and keeps the\n"
-               "edits that lower val_bpb. State lives in <repo>/.autoresearchd/."};
+               "edits that improve its metric (summary.goal: lower val_bpb by default). State lives in\n"
+               "<repo>/.autoresearchd/."};
   app.require_subcommand(1);
   Options o;
   auto common = [&](CLI::App* sub, bool with_tag) {
