@@ -86,9 +86,9 @@ const char* to_string(Verdict verdict);
 
 /// Δ in units of σ, read back from a stored decision line (decide_keep's
 /// reason): the line's Δ (the improvement under the goal it was decided
-/// with) / σ, positive when the candidate was better under either goal. nullopt where the line holds no comparison with σ
-/// (nothing to beat, σ not yet known, no finite run) or is not one of the
-/// keep rule's. Read at display time, so it needs no column of its own.
+/// with) / σ, positive when the candidate was better under either goal.
+/// nullopt where the line holds no comparison with σ (nothing to beat, σ not
+/// yet known, no finite run) or is not one of the keep rule's. Read at display time, so it needs no column of its own.
 std::optional<double> delta_sigma(const std::string& decision);
 
 /// The runs the incumbent needs before later candidates are measured against
