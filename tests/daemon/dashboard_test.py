@@ -515,9 +515,12 @@ class GoalMaxDashboardTest(ServedTest):
         cls.repo = os.path.join(cls.tmp, "knapsack")
         example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "knapsack")
         shutil.copytree(example, cls.repo, ignore=shutil.ignore_patterns("build"))
-        with open(f"{cls.repo}/autoresearch.toml", "a") as f:
-            f.write('\n[keep]\nconfirmations = 0\n[noise]\nrounds = false\n'
-                    '[proposer]\nkind = "scripted"\nscript = "script.json"\n')
+        # One candidate at a time: the second edit is made on the first's result.
+        with open(f"{cls.repo}/autoresearch.toml") as f:
+            config = f.read()
+        write(f"{cls.repo}/autoresearch.toml", "lookahead = 0\n" + config +
+              '\n[keep]\nconfirmations = 0\n[noise]\nrounds = false\n'
+              '[proposer]\nkind = "scripted"\nscript = "script.json"\n')
         # A raising edit (about 0.973 to 0.992: kept), then a lowering one (about 0.980: discarded).
         edits = [("swap more often", "SWAP_SHARE = 0.02;", "SWAP_SHARE = 0.5;"),
                  ("end the annealing hot", "END_TEMPERATURE = 0.5;", "END_TEMPERATURE = 5.0;")]

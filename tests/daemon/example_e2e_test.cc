@@ -35,13 +35,14 @@ nlohmann::json solver_edit(const std::string& description, const std::string& fi
 
 class ExampleE2E : public ::testing::Test {
  protected:
-  /// Copies the example into a fresh repository; `more_config` is appended to
-  /// its autoresearch.toml before the first commit.
-  void make_repo(const std::string& more_config) {
+  /// Copies the example into a fresh repository; `top_keys` go before its
+  /// autoresearch.toml's first line and `tables` after its last, before the
+  /// first commit.
+  void make_repo(const std::string& top_keys, const std::string& tables) {
     repo = dir / "knapsack";
     fs::copy(kExample, repo, fs::copy_options::recursive);
     fs::remove_all(repo / "build");
-    write_file(repo / "autoresearch.toml", read_file(repo / "autoresearch.toml") + more_config);
+    write_file(repo / "autoresearch.toml", top_keys + read_file(repo / "autoresearch.toml") + tables);
     ASSERT_EQ(testing::commit_base_repo(repo), 0);
   }
   void TearDown() override {
@@ -72,7 +73,10 @@ class ExampleE2E : public ::testing::Test {
 };
 
 TEST_F(ExampleE2E, AScriptedRunKeepsTheHigherScoreAndDiscardsTheLower) {
-  make_repo(std::string("\n") + testing::kOneRunDecides + "[proposer]\nkind = \"scripted\"\nscript = \"script.json\"\n");
+  // One candidate at a time (lookahead 0): the second edit is made on the first's result,
+  // never screened against the baseline and re-applied (its line is next to the first's).
+  make_repo("lookahead = 0\n",
+            std::string("\n") + testing::kOneRunDecides + "[proposer]\nkind = \"scripted\"\nscript = \"script.json\"\n");
   write_file(repo / "script.json",
              nlohmann::json::array({solver_edit("swap more often", "SWAP_SHARE = 0.02;", "SWAP_SHARE = 0.5;"),
                                     solver_edit("end the annealing hot", "END_TEMPERATURE = 0.5;",
@@ -119,7 +123,7 @@ TEST_F(ExampleE2E, AScriptedRunKeepsTheHigherScoreAndDiscardsTheLower) {
 }
 
 TEST_F(ExampleE2E, AsShippedTheOfflineProposersDecisionsFollowGoalMax) {
-  make_repo("");
+  make_repo("", "");
   auto rows = run_until_finished(4, 240);
   ASSERT_GE(testing::finished(rows), 4u) << read_file(dir / "daemon.out");
   Store store((repo / ".autoresearchd/results.db").string());
