@@ -319,6 +319,9 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   if (const toml::table* t = top.table("summary")) {
     KeyReader r(*t, "summary");
     r.string("metric", c.metric);
+    std::string goal = to_string(c.goal);
+    r.string("goal", goal);
+    c.goal = parse_choice<MetricGoal>("summary.goal", goal, {{"min", MetricGoal::kMin}, {"max", MetricGoal::kMax}});
     r.strings("keys", c.summary_keys);
     r.reject_unknown();
   }

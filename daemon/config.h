@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "proposers/config_error.h"
+#include "proposers/metric_goal.h"
 
 namespace ard {
 
@@ -154,6 +155,10 @@ struct Config {
   std::vector<StageConfig> stages;  ///< filled with the defaults when the file has none
 
   std::string metric = "val_bpb";
+  /// `summary.goal`: whether a lower metric is better ("min") or a higher one
+  /// ("max"). The keep rule, the judge, the plots, the prompt and the research
+  /// memory all follow it (proposers/metric_goal.h).
+  MetricGoal goal = MetricGoal::kMin;
   std::vector<std::string> summary_keys = {"val_bpb",        "training_seconds", "total_seconds",
                                            "peak_vram_mb",   "mfu_percent",      "total_tokens_M",
                                            "num_steps",      "num_params_M",     "depth"};

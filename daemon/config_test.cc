@@ -40,8 +40,18 @@ TEST(Config, EmptyFileGivesTheDefaults) {
   EXPECT_EQ(c.data.train, std::vector<std::string>{"../shared/corpus/train.jsonl.xz"});
   EXPECT_EQ(c.data.prepare, "build/trainer/harness/prepare");
   EXPECT_EQ(c.metric, "val_bpb");
+  EXPECT_EQ(c.goal, MetricGoal::kMin);
   EXPECT_EQ(c.proposer_kind, "offline");
   EXPECT_FALSE(c.has_llm);
+}
+
+TEST(Config, SummaryGoalNamesTheMetricsDirection) {
+  EXPECT_EQ(parse_config("[summary]\ngoal = 'min'\n", "/r").goal, MetricGoal::kMin);
+  const Config c = parse_config("[summary]\nmetric = 'score'\ngoal = 'max'\nkeys = ['score']\n", "/r");
+  EXPECT_EQ(c.goal, MetricGoal::kMax);
+  EXPECT_EQ(c.metric, "score");
+  EXPECT_EQ(error_of("[summary]\ngoal = 'higher'\n"), "summary.goal: expected \"min\" or \"max\", got \"higher\"");
+  EXPECT_THAT(error_of("[summary]\ngoal = 1\n"), HasSubstr("summary.goal: expected a string"));
 }
 
 TEST(Config, BudgetDrivesTheDefaultRunTimeout) {

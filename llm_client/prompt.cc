@@ -141,17 +141,19 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
 
 long estimate_tokens(const std::string& text) { return static_cast<long>((text.size() + 3) / 4); }
 
-std::string history_table(const std::vector<ard::HistoryEntry>& history, long budget_tokens) {
+std::string history_table(const std::vector<ard::HistoryEntry>& history, long budget_tokens,
+                          const std::string& metric, ard::MetricGoal goal) {
   if (history.empty()) return "No experiments yet: the first one measures the unmodified trainer.\n";
-  const std::string head = "| id | val_bpb | status | description |\n|---|---|---|---|\n";
+  const std::string head = "| id | " + metric + " | status | description |\n|---|---|---|---|\n";
   const ard::HistoryEntry* best = nullptr;
   for (const auto& e : history)
-    if (e.val_bpb && e.status == "kept" && (!best || *e.val_bpb < *best->val_bpb)) best = &e;
+    if (e.val_bpb && e.status == "kept" && (!best || ard::is_better(goal, *e.val_bpb, *best->val_bpb))) best = &e;
 
   std::string out = head;
   long used = estimate_tokens(head);
   if (best) {
-    out = "Best so far: experiment " + std::to_string(best->id) + " with val_bpb " + bpb(best->val_bpb) + ".\n\n" + head;
+    out = "Best so far: experiment " + std::to_string(best->id) + " with " + metric + " " + bpb(best->val_bpb) +
+          ".\n\n" + head;
     out += row(*best);
     used = estimate_tokens(out);
   }
@@ -170,7 +172,8 @@ std::string history_table(const std::vector<ard::HistoryEntry>& history, long bu
   return out;
 }
 
-std::string tried_section(const ard::TriedMemory& tried, long budget_tokens) {
+std::string tried_section(const ard::TriedMemory& tried, long budget_tokens, const std::string& metric,
+                          ard::MetricGoal goal) {
   if (tried.regions.empty()) return "";
   auto counts = [](const std::vector<ard::OutcomeCount>& outcomes) {
     std::string out;
@@ -182,7 +185,9 @@ std::string tried_section(const ard::TriedMemory& tried, long budget_tokens) {
   const std::string head =
       "\n# Tried before, by region\n\nWhere earlier experiments changed the editable files (a file and the "
       "function, or the block of 50 lines, a change touched), the most tried first, with how they ended and the "
-      "closest to a keep; Δσ is (best − its val_bpb) / σ, the noise: positive is better, a keep needs about +2.\n\n";
+      "closest to a keep; Δσ is " +
+      (goal == ard::MetricGoal::kMax ? "(its " + metric + " − best)" : "(best − its " + metric + ")") +
+      " / σ, the noise: positive is better, a keep needs about +2.\n\n";
   const std::string totals = "Totals: " + std::to_string(experiments) + " experiment" + (experiments == 1 ? "" : "s") +
                              " with a change: " + counts(tried.totals) + ".\n";
   long used = estimate_tokens(head) + estimate_tokens(totals);
@@ -242,8 +247,8 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   p.limit = limit;
   p.conversation.system =
       "You are a research engineer improving a GPT pretraining program written in CUDA C++. "
-      "Each experiment you propose is built and trained for a fixed wall-clock budget, and kept only if it "
-      "lowers val_bpb.\n\n" +
+      "Each experiment you propose is built and trained for a fixed wall-clock budget, and kept only if it " +
+      std::string(ard::improve_verb(c.goal)) + " " + c.metric + ".\n\n" +
       edit_format_instructions(config.max_read_rounds, config.read_bytes);
   const long system = estimate_tokens(p.conversation.system);
   const std::string& program = c.program_md;
@@ -368,11 +373,11 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   // The experiments in flight share the history's allowance, a quarter of it at most.
   const long history_budget = std::max(0L, std::min(plan.history, left - 60));
   const std::string flying = in_flight_list(c.in_flight, history_budget / 4);
-  u += "\n# Past experiments\n\n" + history_table(c.history, history_budget - estimate_tokens(flying)) + flying;
+  u += "\n# Past experiments\n\n" + history_table(c.history, history_budget - estimate_tokens(flying), c.metric, c.goal) + flying;
   if (!c.noise_note.empty()) u += c.noise_note + "\n";
   left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
   // What was tried where, within its allowance and what the history left.
-  u += tried_section(c.tried, std::max(0L, std::min(plan.tried, left - 60)));
+  u += tried_section(c.tried, std::max(0L, std::min(plan.tried, left - 60)), c.metric, c.goal);
   left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
   if (c.last_failure) {
     size_t room = static_cast<size_t>(std::max(0L, left - 40) * 4);

@@ -41,16 +41,20 @@ namespace llm {
 /// A rough token count for budgets (about four characters a token).
 long estimate_tokens(const std::string& text);
 
-/// The history table: the best experiment first, then the most recent ones
+/// The history table: the best experiment first (the lowest kept value of
+/// metric, or the highest under MetricGoal::kMax), then the most recent ones
 /// that fit in budget_tokens, oldest of them first.
-std::string history_table(const std::vector<ard::HistoryEntry>& history, long budget_tokens);
+std::string history_table(const std::vector<ard::HistoryEntry>& history, long budget_tokens,
+                          const std::string& metric = "val_bpb", ard::MetricGoal goal = ard::MetricGoal::kMin);
 
 /// What was tried before, by region of the editable files: the most tried
 /// regions first, each with its counts by outcome and its records closest to
 /// a keep (id, outcome, Δσ, lines, description), as many as fit in
 /// budget_tokens, then one line of totals by outcome; "" when there is no
-/// region or not even one region's line fits.
-std::string tried_section(const ard::TriedMemory& tried, long budget_tokens);
+/// region or not even one region's line fits. Its heading explains Δσ in the
+/// words of metric and goal (positive is better under either goal).
+std::string tried_section(const ard::TriedMemory& tried, long budget_tokens, const std::string& metric = "val_bpb",
+                          ard::MetricGoal goal = ard::MetricGoal::kMin);
 
 /// The experiments proposed and not measured yet (other workers may be
 /// training them), oldest first, as many as fit in budget_tokens; "" when none.

@@ -132,6 +132,32 @@ TEST(Prompt, TriedBeforeFollowsTheHistoryWithCountsRecordsAndTotals) {
   EXPECT_EQ(build_prompt(c, cfg).conversation.messages[0].content.find("Tried before"), std::string::npos);
 }
 
+TEST(Prompt, AHigherIsBetterMetricIsWordedAsSuch) {
+  ard::ProposalContext c;
+  c.experiment_id = 3;
+  c.program_md = "Raise the score.\n";
+  c.files = {{"solver.py", "x = 1\n"}};
+  c.metric = "score";
+  c.goal = ard::MetricGoal::kMax;
+  c.history = {entry(1, 0.5, "kept", "baseline"), entry(2, 0.7, "kept", "better"), entry(3, 0.6, "discarded", "worse")};
+  c.tried = memory(1);
+  LlmConfig cfg;
+  cfg.history_tokens = 1000;
+  const Conversation conv = build_prompt(c, cfg).conversation;
+  EXPECT_NE(conv.system.find("kept only if it raises score."), std::string::npos);
+  const std::string& u = conv.messages[0].content;
+  EXPECT_NE(u.find("Best so far: experiment 2 with score 0.700000."), std::string::npos);
+  EXPECT_NE(u.find("| id | score | status | description |"), std::string::npos);
+  EXPECT_NE(u.find("Δσ is (its score − best) / σ"), std::string::npos);
+  // The default: lower val_bpb is better, worded as it always was.
+  c.metric = "val_bpb";
+  c.goal = ard::MetricGoal::kMin;
+  const Conversation low = build_prompt(c, cfg).conversation;
+  EXPECT_NE(low.system.find("kept only if it lowers val_bpb."), std::string::npos);
+  EXPECT_NE(low.messages[0].content.find("Best so far: experiment 1 with val_bpb 0.500000."), std::string::npos);
+  EXPECT_NE(low.messages[0].content.find("Δσ is (best − its val_bpb) / σ"), std::string::npos);
+}
+
 TEST(Prompt, TriedBeforeFitsItsBudgetMostTriedFirst) {
   const ard::TriedMemory m = memory(40);
   const std::string all = tried_section(m, 100000);

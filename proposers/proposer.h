@@ -11,6 +11,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "proposers/metric_goal.h"
 #include <vector>
 
 namespace ard {
@@ -86,6 +88,10 @@ struct ProposalContext {
   /// offline) ignore it.
   TriedMemory tried;
   std::optional<double> best_val_bpb;
+  /// The metric the history's val_bpb fields hold (`summary.metric`), and
+  /// which way is better (`summary.goal`): the proposer's wording follows them.
+  std::string metric = "val_bpb";
+  MetricGoal goal = MetricGoal::kMin;
   /// The noise floor, when known: "differences below 2σ = X are noise" (the
   /// keep rule's z·σ), handed to the proposer with the history.
   std::string noise_note;

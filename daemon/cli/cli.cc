@@ -338,7 +338,8 @@ int cmd_status(const Options& o) {
   // Nor is a tag that has only the ideas queued for its first start.
   if (!(pid && o.tag.empty()) && store.ideas(config.tag).empty())
     if (auto unknown = unknown_tag(store, config.tag)) throw FatalError(*unknown);
-  std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z});
+  std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z},
+                             {config.metric, config.goal});
   return 0;
 }
 
@@ -424,7 +425,7 @@ int cmd_plot(const Options& o, const std::string& out, bool by_time) {
   auto store = Store::open_read_only(state.db().string());
   if (auto unknown = unknown_tag(*store, config.tag)) throw FatalError(*unknown);
   const std::string file = out.empty() ? kDefaultPlot : out;
-  write_plot(*store, config.tag, file, by_time);
+  write_plot(*store, config.tag, file, by_time, MetricSpec{config.metric, config.goal});
   std::cout << "autoresearchd: wrote " << file
             << (out.empty() ? " in the current directory (the default; --out FILE.png or FILE.svg writes another)" : "")
             << "\n";
@@ -453,7 +454,8 @@ int cmd_data_fetch(const Options& o, int shards) {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"autoresearchd: runs training experiments on a research repo around the clock and keeps the\n"
-               "edits that lower val_bpb. State lives in <repo>/.autoresearchd/."};
+               "edits that improve its metric (summary.goal: lower val_bpb by default). State lives in\n"
+               "<repo>/.autoresearchd/."};
   app.require_subcommand(1);
   Options o;
   auto common = [&](CLI::App* sub, bool with_tag) {

@@ -64,7 +64,7 @@ std::optional<PlotFormat> plot_format(const std::filesystem::path& out) {
 }
 
 std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::string& tag, PlotFormat format,
-                           const std::filesystem::path& output, bool by_time) {
+                           const std::filesystem::path& output, bool by_time, const MetricSpec& metric) {
   if (rows.empty()) throw FatalError("nothing to plot: no experiments yet in tag " + tag);
   double t0 = rows.front().started_at;
   auto x_of = [&](const ExperimentRow& r) { return by_time ? (r.started_at - t0) / 3600.0 : static_cast<double>(r.id); };
@@ -83,12 +83,12 @@ std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::st
     lo = std::min(lo.value_or(*r.val_bpb), *r.val_bpb);
     hi = std::max(hi.value_or(*r.val_bpb), *r.val_bpb);
     blocks[r.state] += number(x_of(r)) + " " + number(*r.val_bpb) + "\n";
-    if (r.state == status::kKept && (!best || *r.val_bpb < *best)) {
+    if (r.state == status::kKept && (!best || is_better(metric.goal, *r.val_bpb, *best))) {
       best = r.val_bpb;
       best_block += number(x_of(r)) + " " + number(*best) + "\n";
     }
   }
-  if (points == 0) throw FatalError("nothing to plot: no experiment of tag " + tag + " has a val_bpb yet");
+  if (points == 0) throw FatalError("nothing to plot: no experiment of tag " + tag + " has a " + metric.name + " yet");
   if (best) best_block += number(x_of(rows.back())) + " " + number(*best) + "\n";
   // The y range holds the values with a margin, and above them a row where
   // the experiments without a value (crashes, timeouts, ...) are marked.
@@ -100,16 +100,16 @@ std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::st
   else s << "set terminal svg size 1200,600 font 'sans,10' background rgb 'white'\n";
   s << "set output " << quoted(output.string()) << "\n";
   s << "set title " << quoted("autoresearchd: tag " + tag + ", " + std::to_string(rows.size()) + " experiments" +
-                              (best ? ", best val_bpb " + rounded(*best) : "")) << " noenhanced\n";
+                              (best ? ", best " + metric.name + " " + rounded(*best) : "")) << " noenhanced\n";
   s << "set xlabel " << quoted(by_time ? "hours since the first experiment" : "experiment") << " noenhanced\n";
   // noenhanced: in gnuplot's enhanced text "_b" would be a subscript b.
-  s << "set ylabel 'val_bpb' noenhanced\nset grid\nset key outside right top noenhanced\n";
+  s << "set ylabel " << quoted(metric.name) << " noenhanced\nset grid\nset key outside right top noenhanced\n";
   s << "set yrange [" << number(y_min) << ":" << number(y_max) << "]\n";
   // Time starts at the first experiment: no margin to the left of 0 h.
   if (by_time) s << "set xrange [0:*]\nset offsets 0, graph 0.02, 0, 0\n";
   else s << "set offsets graph 0.02, graph 0.02, 0, 0\n";
   if (!failed.empty())
-    s << "set label 1 'no val_bpb' at graph 0.005, first " << number(y_failed) << " left font 'sans,8' noenhanced\n";
+    s << "set label 1 " << quoted("no " + metric.name) << " at graph 0.005, first " << number(y_failed) << " left font 'sans,8' noenhanced\n";
 
   std::vector<std::string> plots;
   int n = 0;
@@ -133,7 +133,7 @@ std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::st
       if (kc.first == state) colour = kc.second;
     std::string data;
     for (double x : xs) data += number(x) + " " + number(y_failed) + "\n";
-    add_block(data, "with points pt 11 ps 1.2 lc rgb '" + colour + "' title " + quoted(state + " (no val_bpb)"));
+    add_block(data, "with points pt 11 ps 1.2 lc rgb '" + colour + "' title " + quoted(state + " (no " + metric.name + ")"));
   }
   s << "plot ";
   for (size_t i = 0; i < plots.size(); ++i) s << (i ? ", \\\n     " : "") << plots[i];
@@ -141,7 +141,8 @@ std::string gnuplot_script(const std::vector<ExperimentRow>& rows, const std::st
   return s.str();
 }
 
-void write_plot(Store& store, const std::string& tag, const std::filesystem::path& out, bool by_time) {
+void write_plot(Store& store, const std::string& tag, const std::filesystem::path& out, bool by_time,
+                const MetricSpec& metric) {
   auto format = plot_format(out);
   if (!format) throw FatalError("plot --out: " + out.string() + ": expected a .png or .svg file name");
   std::filesystem::path target = std::filesystem::absolute(out);
@@ -152,7 +153,7 @@ void write_plot(Store& store, const std::string& tag, const std::filesystem::pat
   err_path += suffix + ".err";
   {
     std::ofstream script(script_path, std::ios::binary | std::ios::trunc);
-    if (!(script << gnuplot_script(store.experiments(tag), tag, *format, tmp, by_time)) || !script.flush())
+    if (!(script << gnuplot_script(store.experiments(tag), tag, *format, tmp, by_time, metric)) || !script.flush())
       throw FatalError("plot: cannot write " + script_path.string());
   }
   auto cleanup = [&] {

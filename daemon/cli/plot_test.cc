@@ -52,6 +52,17 @@ TEST(Plot, ScriptHoldsThePointsByStateAndTheBestStepLine) {
   EXPECT_THROW(gnuplot_script({}, "t", PlotFormat::kPng, "p.png", false), FatalError);
 }
 
+TEST(Plot, UnderGoalMaxTheBestLineFollowsTheHighestKept) {
+  const std::vector<ExperimentRow> rows = {row(1, "kept", 0.5, 0), row(2, "kept", 0.7, 60), row(3, "kept", 0.6, 120),
+                                           row(4, "discarded", 0.9, 180)};
+  std::string s = gnuplot_script(rows, "t", PlotFormat::kPng, "p.png", false, {"score", MetricGoal::kMax});
+  EXPECT_THAT(s, HasSubstr("$d0 << EOD\n1 0.5\n2 0.7\n4 0.7\nEOD\n"));
+  EXPECT_THAT(s, HasSubstr("best score 0.7000"));
+  EXPECT_THAT(s, HasSubstr("set ylabel 'score' noenhanced\n"));
+  // The default goal: the lowest kept is the best.
+  EXPECT_THAT(gnuplot_script(rows, "t", PlotFormat::kPng, "p.png", false), HasSubstr("$d0 << EOD\n1 0.5\n4 0.5\nEOD\n"));
+}
+
 // A failed experiment has no val_bpb: it is a mark at the top edge, above every
 // value, in its status's colour, with a legend entry of its own.
 TEST(Plot, ExperimentsWithoutAValueAreMarkedAtTheTop) {

@@ -179,7 +179,7 @@ std::optional<std::string> data_step_line(Store& store, double now) {
 }
 
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
-                          const NoiseSettings& noise) {
+                          const NoiseSettings& noise, const MetricSpec& metric) {
   std::ostringstream os;
   auto rows = store.experiments(tag);
   auto session = store.last_session();
@@ -195,7 +195,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   os << "\ntag " << tag << ", branch autoresearch/" << tag << "\n\n";
 
   const std::vector<TrialRow> trials = store.trials(tag);
-  os << pad("id", 4, true) << "  " << pad("commit", 7) << "  " << pad("val_bpb", 9, true) << "  "
+  os << pad("id", 4, true) << "  " << pad("commit", 7) << "  " << pad(metric.name, 9, true) << "  "
      << pad("delta", 9, true) << "  " << pad("status", 14) << "  " << pad("duration", 8, true) << "  "
      << pad("mean ± spread (n)", 26) << "  " << pad("decided by", 17) << "  description\n";
   std::optional<double> best;
@@ -217,7 +217,8 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   os << "\n";
   if (best_row)
     os << "best: " << fixed(*best_row->val_bpb, 6) << " at " << best_row->commit.substr(0, 7) << " (#" << best_row->id
-       << " " << clean(best_row->description) << ")\n";
+       << " " << clean(best_row->description) << ")"
+       << (metric.goal == MetricGoal::kMax ? ", " + metric.name + ": higher is better" : "") << "\n";
   else
     os << "best: none yet\n";
 

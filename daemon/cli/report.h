@@ -11,6 +11,7 @@
 
 #include "daemon/decide/run_evidence.h"
 #include "daemon/store/store.h"
+#include "proposers/metric_goal.h"
 
 namespace ard {
 
@@ -48,8 +49,10 @@ std::optional<double> shown_expected_end(const ExperimentRow& row);
 /// The history table, the best result, throughput, LLM usage and what runs now.
 /// daemon_pid: the running daemon, or nullopt when none runs.
 /// noise: what the screens need of [noise] to judge σ as the engine does.
+/// metric: the value column's name, and under MetricGoal::kMax a best line
+/// that says higher is better (delta is always value − the best's value).
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
-                          const NoiseSettings& noise = {});
+                          const NoiseSettings& noise = {}, const MetricSpec& metric = {});
 
 /// One experiment in full; nullopt when there is no such id. When the row has
 /// no log tail (the daemon died before storing it), the tail comes from the

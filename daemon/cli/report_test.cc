@@ -72,9 +72,17 @@ TEST_F(ReportTest, StatusShowsHistoryBestThroughputAndTheRunningStage) {
   EXPECT_THAT(s, HasSubstr("(cache hit 0.0%)"));
   EXPECT_THAT(s, HasSubstr("now: #4 running stage train, 30.0s elapsed, expected end"));
   EXPECT_THAT(s, HasSubstr("(timeout at"));
+  EXPECT_THAT(s, HasSubstr("  val_bpb      delta  status"));
+  EXPECT_THAT(s, Not(HasSubstr("higher is better")));
   std::string dead = render_status(store, "t", std::nullopt, 1030.0);
   EXPECT_THAT(dead, HasSubstr("not running"));
   EXPECT_THAT(dead, HasSubstr("next start marks it interrupted"));
+}
+
+TEST_F(ReportTest, StatusNamesTheMetricAndSaysWhenHigherIsBetter) {
+  const std::string s = render_status(store, "t", 4242, 1030.0, {}, {"score", MetricGoal::kMax});
+  EXPECT_THAT(s, HasSubstr("    score      delta  status"));
+  EXPECT_THAT(s, HasSubstr("best: 1.000000 at 1111111 (#1 baseline), score: higher is better\n"));
 }
 
 // The research memory's most tried regions, at most five, with their keep

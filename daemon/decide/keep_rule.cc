@@ -74,18 +74,20 @@ KeepSettings keep_settings(const Config& config) {
   s.min_improvement = config.min_improvement;
   s.equal_but_simpler = config.keep.equal_but_simpler;
   s.max_confirmations = config.keep.confirmations;
+  s.goal = config.goal;
   return s;
 }
 
 std::optional<double> delta_sigma(const std::string& decision) {
-  // "mean %.6f (n=%d) against the incumbent's %.6f (n=%d)" (comparison), then
-  // σ: "σΔ = %.6f·√" (sigma_delta_text) or "|Δ| ≤ σ = %.6f" (equal but simpler).
+  // "mean %.6f (n=%d) against the incumbent's %.6f (n=%d): Δ = %+.6f" (comparison),
+  // then σ: "σΔ = %.6f·√" (sigma_delta_text) or "|Δ| ≤ σ = %.6f" (equal but simpler).
+  // Δ is read as printed, so its sign is the goal's the line was decided under.
   const size_t at = decision.find("mean ");
   if (at == std::string::npos) return std::nullopt;
-  double candidate = 0, incumbent = 0, sigma = 0;
+  double candidate = 0, incumbent = 0, delta = 0, sigma = 0;
   int n_candidate = 0, n_incumbent = 0;
-  if (std::sscanf(decision.c_str() + at, "mean %lf (n=%d) against the incumbent's %lf (n=%d)", &candidate,
-                  &n_candidate, &incumbent, &n_incumbent) != 4)
+  if (std::sscanf(decision.c_str() + at, "mean %lf (n=%d) against the incumbent's %lf (n=%d): Δ = %lf", &candidate,
+                  &n_candidate, &incumbent, &n_incumbent, &delta) != 5)
     return std::nullopt;
   // σΔ's own line is "σΔ = σ·√(...)"; the margins' "2.00·σΔ = X" are not σ.
   bool have_sigma = false;
@@ -98,26 +100,28 @@ std::optional<double> delta_sigma(const std::string& decision) {
   }
   if (size_t s = decision.find("|Δ| ≤ σ = ", at); s != std::string::npos && !have_sigma)
     have_sigma = std::sscanf(decision.c_str() + s + std::strlen("|Δ| ≤ σ = "), "%lf", &sigma) == 1;
-  if (!have_sigma || !(sigma > 0) || !std::isfinite(candidate) || !std::isfinite(incumbent)) return std::nullopt;
-  return (incumbent - candidate) / sigma;
+  if (!have_sigma || !(sigma > 0) || !std::isfinite(candidate) || !std::isfinite(incumbent) || !std::isfinite(delta))
+    return std::nullopt;
+  return delta / sigma;
 }
 
 KeepDecision decide_keep(const KeepInput& input, const KeepSettings& settings) {
   const Runs inc = summarize(input.incumbent);
   const Runs cand = summarize(input.candidate);
-  if (cand.n == 0) return {Verdict::discard, "discarded: the candidate has no finite val_bpb"};
+  if (cand.n == 0) return {Verdict::discard, "discarded: the candidate has no finite value of the metric"};
   if (inc.n == 0) return {Verdict::keep, format("kept: mean %.6f (n=%d), nothing to beat yet", cand.mean, cand.n)};
 
-  const double delta = inc.mean - cand.mean;  // > 0: the candidate is better
+  const double delta = improvement(settings.goal, inc.mean, cand.mean);  // > 0: the candidate is better
   const bool confirmations_left = input.confirmations_done < settings.max_confirmations;
   const std::string run_no = format("run %d of at most %d", input.confirmations_done + 2, settings.max_confirmations + 1);
 
   if (!input.noise) {
     if (confirmations_left) return {Verdict::confirm, "confirm: σ not yet known; " + comparison(cand, inc, delta) + "; " + run_no};
-    const bool lower = delta > 0 && delta >= settings.min_improvement;
-    return {lower ? Verdict::keep : Verdict::discard,
-            format("%s: σ not yet known after %d confirmation(s), so strictly lower by min_improvement %.6f decides; ",
-                   lower ? "kept" : "discarded", input.confirmations_done, settings.min_improvement) +
+    const bool better = delta > 0 && delta >= settings.min_improvement;
+    return {better ? Verdict::keep : Verdict::discard,
+            format("%s: σ not yet known after %d confirmation(s), so strictly %s by min_improvement %.6f decides; ",
+                   better ? "kept" : "discarded", input.confirmations_done, better_word(settings.goal),
+                   settings.min_improvement) +
                 comparison(cand, inc, delta)};
   }
 

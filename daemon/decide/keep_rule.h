@@ -1,10 +1,14 @@
-// The keep rule: does a candidate's val_bpb beat the incumbent (the best
-// commit) by more than the noise, should it run again, or is it discarded?
+// The keep rule: does a candidate's metric (val_bpb by default) beat the
+// incumbent (the best commit) by more than the noise, should it run again, or
+// is it discarded?
 //
 // A pure function of the runs, σ and the settings, so a user can check every
 // decision by hand from the numbers its reason line prints (docs/daemon.md,
-// "The keep rule"). It is a sequential test on Δ, the incumbent's mean minus
-// the candidate's mean (positive: the candidate is better), in units of
+// "The keep rule"). It is a sequential test on Δ, the improvement of the
+// candidate's mean over the incumbent's (improvement() of metric_goal.h: the
+// incumbent's minus the candidate's under `summary.goal = "min"`, the
+// candidate's minus the incumbent's under "max"; positive: the candidate is
+// better), in units of
 // σΔ = σ·√(1/n_incumbent + 1/n_candidate), made after every run of the candidate:
 //
 //   Δ ≥ k·σΔ and Δ ≥ min_improvement       keep
@@ -30,7 +34,8 @@
 // Equal but simpler: |Δ| ≤ σ and a diff that removes more lines than it adds
 // is kept. σ not yet known (noise.h: fewer than kMinNoiseDf degrees of
 // freedom and no prior): confirm while confirmations are left, then the old
-// rule (strictly lower by min_improvement), said so in the reason.
+// rule (strictly better, lower or higher as the goal says, by min_improvement),
+// said so in the reason.
 #pragma once
 
 #include <optional>
@@ -38,6 +43,7 @@
 #include <vector>
 
 #include "daemon/decide/noise.h"
+#include "proposers/metric_goal.h"
 
 namespace ard {
 
@@ -49,14 +55,16 @@ struct KeepSettings {
   double min_improvement = 0;     ///< floor on Δ, whatever σ says
   bool equal_but_simpler = true;  ///< `keep.equal_but_simpler`
   int max_confirmations = 2;      ///< `keep.confirmations`: runs after the first
+  MetricGoal goal = MetricGoal::kMin;  ///< `summary.goal`: the sign of Δ
 };
 
-/// The settings that the config names; discard_below stays at its default.
+/// The settings that the config names (the goal included); discard_below
+/// stays at its default.
 KeepSettings keep_settings(const Config& config);
 
 struct KeepInput {
-  std::vector<double> incumbent;  ///< val_bpb of every finished run of the best commit
-  std::vector<double> candidate;  ///< val_bpb of every finished run of the candidate
+  std::vector<double> incumbent;  ///< the metric of every finished run of the best commit
+  std::vector<double> candidate;  ///< the metric of every finished run of the candidate
   std::optional<NoiseEstimate> noise;  ///< noise_for_decisions(); nullopt: σ not yet known
   int lines_added = 0;            ///< the candidate's diff against the incumbent
   int lines_removed = 0;
@@ -77,10 +85,10 @@ KeepDecision decide_keep(const KeepInput& input, const KeepSettings& settings);
 const char* to_string(Verdict verdict);
 
 /// Δ in units of σ, read back from a stored decision line (decide_keep's
-/// reason): (incumbent's mean − candidate's mean) / σ, positive when the
-/// candidate was better. nullopt where the line holds no comparison with σ
-/// (nothing to beat, σ not yet known, no finite run) or is not one of the
-/// keep rule's. Read at display time, so it needs no column of its own.
+/// reason): the line's Δ (the improvement under the goal it was decided
+/// with) / σ, positive when the candidate was better under either goal.
+/// nullopt where the line holds no comparison with σ (nothing to beat, σ not
+/// yet known, no finite run) or is not one of the keep rule's. Read at display time, so it needs no column of its own.
 std::optional<double> delta_sigma(const std::string& decision);
 
 /// The runs the incumbent needs before later candidates are measured against

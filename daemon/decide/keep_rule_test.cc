@@ -67,6 +67,68 @@ TEST(KeepRule, ReasonCarriesEveryNumberOfTheCheck) {
             "and ≥ min_improvement 0.000000; σΔ = 0.001500·√(1/3+1/1) = 0.001732 (σ from noise.prior_sigma)");
 }
 
+/// The same table under `summary.goal = "max"`: the runs mirrored around 1, so
+/// every Δ is the one of the lower-is-better case and so is every verdict.
+std::vector<double> mirrored(std::vector<double> values) {
+  for (double& v : values) v = 2 - v;
+  return values;
+}
+
+KeepSettings goal_max() {
+  KeepSettings s;
+  s.goal = MetricGoal::kMax;
+  return s;
+}
+
+TEST(KeepRuleGoalMax, AHigherMeanBeyondTheMarginIsKept) {
+  KeepInput in = input(mirrored({0.9810}));
+  in.incumbent = mirrored(kIncumbent);  // mean 1.015
+  KeepDecision d = decide_keep(in, goal_max());
+  EXPECT_EQ(d.verdict, Verdict::keep);
+  EXPECT_EQ(d.reason,
+            "kept: mean 1.019000 (n=1) against the incumbent's 1.015000 (n=3): Δ = +0.004000 ≥ 2.00·σΔ = 0.003464 "
+            "and ≥ min_improvement 0.000000; σΔ = 0.001500·√(1/3+1/1) = 0.001732 (σ from noise.prior_sigma)");
+  EXPECT_NEAR(*delta_sigma(d.reason), 0.004 / kSigma, 1e-3);
+}
+
+TEST(KeepRuleGoalMax, ALowerMeanIsDiscardedWithANegativeDelta) {
+  KeepInput in = input(mirrored({0.9880}));
+  in.incumbent = mirrored(kIncumbent);
+  KeepDecision d = decide_keep(in, goal_max());
+  EXPECT_EQ(d.verdict, Verdict::discard);
+  EXPECT_THAT(d.reason, HasSubstr("Δ = -0.003000 < 1.50·σΔ"));
+  EXPECT_NEAR(*delta_sigma(d.reason), -0.003 / kSigma, 1e-3);
+  // The same runs under the default goal: the lower mean is the better one, by 1.73·σΔ: confirmed.
+  EXPECT_EQ(decide_keep(in, {}).verdict, Verdict::confirm);
+}
+
+TEST(KeepRuleGoalMax, EveryVerdictMirrorsTheLowerIsBetterOne) {
+  KeepSettings one = goal_max();
+  one.max_confirmations = 1;
+  KeepSettings one_min;
+  one_min.max_confirmations = 1;
+  for (const auto& runs : std::vector<std::vector<double>>{
+           {0.9810}, {0.9830}, {0.9850}, {0.9880}, {0.9830, 0.9825}, {0.9860}, {0.9700, 0.9710}}) {
+    for (const auto& noise : std::vector<std::optional<NoiseEstimate>>{prior(), measured(12), std::nullopt}) {
+      KeepInput low = input(runs, noise, static_cast<int>(runs.size()) - 1);
+      KeepInput high = low;
+      high.candidate = mirrored(low.candidate);
+      high.incumbent = mirrored(low.incumbent);
+      EXPECT_EQ(decide_keep(high, one).verdict, decide_keep(low, one_min).verdict) << runs[0];
+    }
+  }
+}
+
+TEST(KeepRuleGoalMax, SigmaNotYetKnownSaysStrictlyHigher) {
+  KeepSettings one = goal_max();
+  one.max_confirmations = 1;
+  KeepInput in = input(mirrored({0.9700, 0.9710}), std::nullopt, 1);
+  in.incumbent = mirrored(kIncumbent);
+  KeepDecision d = decide_keep(in, one);
+  EXPECT_EQ(d.verdict, Verdict::keep);
+  EXPECT_THAT(d.reason, StartsWith("kept: σ not yet known after 1 confirmation(s), so strictly higher"));
+}
+
 TEST(DeltaSigma, ReadBackFromEveryKindOfReasonWithSigma) {
   // kept: Δ = 0.004 over σ = 0.0015 (not over σΔ, nor the margin's 2.00·σΔ).
   EXPECT_NEAR(*delta_sigma(decide_keep(input({0.9810}), {}).reason), 0.004 / kSigma, 1e-3);

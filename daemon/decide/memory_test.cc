@@ -85,6 +85,31 @@ TEST(TallyRegions, RecordsClosestToAKeepFirstWithTheirDeltaSigmaAndLines) {
   EXPECT_EQ(recs[3].id, 4);
 }
 
+/// The same decision under `summary.goal = "max"`: an incumbent at 1.015, the mirror of decided().
+std::string decided_max(double mean) {
+  KeepInput in;
+  in.incumbent = {1.016, 1.015, 1.014};
+  in.candidate = {mean};
+  in.noise = NoiseEstimate{0.0015, 0, true};
+  KeepSettings max;
+  max.goal = MetricGoal::kMax;
+  return decide_keep(in, max).reason;
+}
+
+TEST(TallyRegions, UnderGoalMaxTheHigherMeanIsClosestToAKeep) {
+  const auto regions = tally_regions({
+      row(2, "discarded", hunk_in("solver.cc", kStep, 100), decided_max(1.0140)),  // Δσ -0.67
+      row(3, "kept", hunk_in("solver.cc", kStep, 120), decided_max(1.0200)),       // Δσ +3.33
+  });
+  ASSERT_EQ(regions.size(), 1u);
+  const auto& recs = regions[0].closest;
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].id, 3);
+  EXPECT_NEAR(*recs[0].delta_sigma, 0.005 / 0.0015, 1e-3);
+  EXPECT_EQ(recs[1].id, 2);
+  EXPECT_NEAR(*recs[1].delta_sigma, -0.001 / 0.0015, 1e-3);
+}
+
 TEST(TallyRegions, NothingFinishedWithAChangeIsNothing) {
   EXPECT_TRUE(tally_regions({}).empty());
   EXPECT_TRUE(outcome_totals({row(1, "proposer_error", ""), row(2, "running", hunk_in("x.cu", kStep, 1))}).empty());

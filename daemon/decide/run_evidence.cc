@@ -68,11 +68,11 @@ std::string describe(const NoiseStatus& noise) {
   } else if (noise.measured) {
     std::snprintf(text, sizeof text,
                   "σ not usable yet: %.6f on df %d (decisions need df %d or noise.prior_sigma); candidates are "
-                  "confirmed, then strictly lower decides",
+                  "confirmed, then strictly better decides",
                   noise.measured->sigma, noise.measured->df, kMinNoiseDf);
   } else {
     std::snprintf(text, sizeof text,
-                  "σ not usable yet: no commit has two runs; candidates are confirmed, then strictly lower decides");
+                  "σ not usable yet: no commit has two runs; candidates are confirmed, then strictly better decides");
   }
   return text;
 }
@@ -82,7 +82,8 @@ std::string decision_rule(const std::string& reason) {
   if (reason.rfind("kept: the baseline", 0) == 0) return "baseline";
   if (has("equal but simpler")) return "equal but simpler";
   if (has("on the older best")) return "stale screen";
-  if (has("σ not yet known")) return has("strictly lower") ? "strictly lower" : "σ unknown";
+  if (has("σ not yet known"))
+    return has("strictly lower") ? "strictly lower" : has("strictly higher") ? "strictly higher" : "σ unknown";
   if (has("σ from noise.prior_sigma")) return "σ prior";
   if (has("σ measured")) return "σ measured";
   return "";

@@ -45,7 +45,7 @@ std::optional<NoiseEstimate> measured_noise(const std::vector<TrialRow>& trials,
 /// alike: the measured estimate (measured_noise), the σ decisions use
 /// (noise_for_decisions: the measured one on kMinNoiseDf or more, else
 /// `noise.prior_sigma`; nullopt: not usable, so candidates are confirmed and
-/// then "strictly lower" decides), and the keep margin in σΔ (keep_margin).
+/// then "strictly better" decides), and the keep margin in σΔ (keep_margin).
 /// What the screens need of `[noise]` to judge σ as the engine does.
 struct NoiseSettings {
   double prior_sigma = 0;  ///< noise.prior_sigma
@@ -65,7 +65,8 @@ NoiseStatus noise_status(const std::vector<TrialRow>& trials, int64_t min_calibr
 std::string describe(const NoiseStatus& noise);
 
 /// Which rule made a decision, from the reason line the keep rule wrote:
-/// "baseline", "σ measured", "σ prior", "strictly lower" (σ not usable),
+/// "baseline", "σ measured", "σ prior", "strictly lower" or "strictly higher"
+/// (σ not usable; as `summary.goal` says),
 /// "equal but simpler", "stale screen" (measured on an older best), or ""
 /// (no decision yet, or a failure).
 std::string decision_rule(const std::string& reason);

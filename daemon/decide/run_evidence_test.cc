@@ -49,6 +49,14 @@ TEST(RunEvidence, SigmaPoolsOnlyRunsNoDecisionSelected) {
   EXPECT_TRUE(measured_noise({run("a", 1.0, "noise", 0), run("a", 1.1, "noise", 0)}, 0));
 }
 
+TEST(RunEvidence, DecisionRuleNamesTheStrictRuleInTheGoalsWords) {
+  EXPECT_EQ(decision_rule("kept: σ not yet known after 2 confirmation(s), so strictly lower by min_improvement 0 decides"),
+            "strictly lower");
+  EXPECT_EQ(decision_rule("kept: σ not yet known after 2 confirmation(s), so strictly higher by min_improvement 0 decides"),
+            "strictly higher");
+  EXPECT_EQ(decision_rule("confirm: σ not yet known; mean 1 (n=1)"), "σ unknown");
+}
+
 TEST(RunEvidence, DiffLinesLeaveTheHeadersOut) {
   const std::string diff =
       "diff --git a/t.cu b/t.cu\n--- a/t.cu\n+++ b/t.cu\n@@ -1,3 +1,2 @@\n-one\n-two\n+three\n same\n";

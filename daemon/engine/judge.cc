@@ -15,12 +15,12 @@ namespace {
 Ruling defer(const std::string& why) { return {Action::defer, "", std::nullopt, "deferred: " + why}; }
 
 /// A candidate made against an older best: its runs only screen it against
-/// that best's (Δ > 0: better), and the keep rule decides on the runs of its
+/// that best's (Δ > 0: better under the goal), and the keep rule decides on the runs of its
 /// change re-applied onto the best of now.
-Ruling stale_screen(const Evidence& e, const std::vector<double>& incumbent) {
+Ruling stale_screen(const Evidence& e, const std::vector<double>& incumbent, MetricGoal goal) {
   const double mean = spread_of(e.runs).mean;
   const Spread parent = spread_of(incumbent);
-  const double delta = parent.mean - mean;
+  const double delta = improvement(goal, parent.mean, mean);
   std::ostringstream why;
   why << std::fixed << std::setprecision(6) << "mean " << mean << " (n=" << e.runs.size() << ") on the older best "
       << short_commit(e.parent) << ", whose mean is " << parent.mean << " (n=" << parent.n << "): Δ = " << std::showpos
@@ -62,7 +62,7 @@ Ruling judge(const Evidence& e, const KeepSettings& settings) {
     return {Action::remeasure, "", std::nullopt, "was measured under an older board calibration; it runs again"};
 
   const std::vector<double>& incumbent = e.parent_runs.empty() ? e.best_runs : e.parent_runs;
-  if (stale) return stale_screen(e, incumbent);
+  if (stale) return stale_screen(e, incumbent, settings.goal);
 
   KeepInput in;
   in.incumbent = incumbent;

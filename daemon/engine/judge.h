@@ -24,7 +24,9 @@
 //                                               discard,   confirmation_gpu: the GPU it ran on least
 //                                               confirm
 //
-// where "current" means made against the best of now (parent == best) and
+// where Δ is the improvement under `summary.goal` (KeepSettings::goal, as the
+// keep rule's: positive is better, lower or higher), "current" means made
+// against the best of now (parent == best) and
 // "stale" made against an older best; the runs are the candidate's under the
 // current calibration, and the incumbent's are its parent's under it, or the
 // best's where the parent has none (a stale screen then compares with the

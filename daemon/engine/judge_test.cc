@@ -237,6 +237,36 @@ TEST(Judge, TheKeepSettingsReachTheKeepRule) {
   EXPECT_THAT(r.reason, ::testing::StartsWith("discarded (not confirmed after 1 run(s)): "));
 }
 
+/// Every value of the evidence mirrored around 1, so a lower-is-better case
+/// becomes its higher-is-better twin.
+Evidence mirrored(Evidence e) {
+  for (auto* runs : {&e.runs, &e.parent_runs, &e.best_runs})
+    for (double& v : *runs) v = 2 - v;
+  e.value = 2 - e.value;
+  return e;
+}
+
+TEST(Judge, UnderGoalMaxEveryRowRulesAsItsMirroredTwin) {
+  KeepSettings max;
+  max.goal = MetricGoal::kMax;
+  for (const Row& row : kRows) {
+    const Ruling low = judge(row.evidence(), KeepSettings{});
+    const Ruling high = judge(mirrored(row.evidence()), max);
+    EXPECT_STREQ(to_string(high.action), to_string(low.action)) << row.name;
+    EXPECT_EQ(high.gpu, low.gpu) << row.name;
+  }
+}
+
+TEST(Judge, UnderGoalMaxAStaleScreenPassesAHigherMean) {
+  KeepSettings max;
+  max.goal = MetricGoal::kMax;
+  const Ruling r = judge(mirrored(stale({0.9810})), max);
+  EXPECT_EQ(r.action, Action::reapply);
+  EXPECT_EQ(r.reason,
+            "re-applied: mean 1.019000 (n=1) on the older best 1111111, whose mean is 1.015000 (n=3): Δ = +0.004000 > 0");
+  EXPECT_EQ(judge(mirrored(stale({0.9880})), max).action, Action::discard);
+}
+
 TEST(Judge, ItsBaselineLineNamesTheMetric) {
   Evidence e;
   e.baseline = true;

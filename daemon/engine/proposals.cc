@@ -62,6 +62,8 @@ int64_t Proposals::ask(const AskContext& a) {
   if (!fix) ctx.idea = idea_for(id);
   ctx.in_flight = a.in_flight;
   ctx.best_val_bpb = a.best_value;
+  ctx.metric = config_.metric;
+  ctx.goal = config_.goal;
   ctx.noise_note = a.noise_note;
   ctx.last_failure = a.last_failure;
   ++running_;

@@ -119,6 +119,7 @@ json api_status(Store& store, const DashboardView& view, double now) {
       // The data step before the first experiment (minutes on a cold GPU box): what the lanes show then.
       {"data_step", view.daemon_pid ? or_null(data_step_line(store, now)) : json(nullptr)},
       {"allow_actions", view.allow_actions},
+      {"metric", {{"name", view.metric.name}, {"goal", to_string(view.metric.goal)}}},
       {"experiments", rows.size()},
       {"latest_id", rows.empty() ? json(nullptr) : json(rows.back().id)},
       {"best", best},

@@ -15,6 +15,7 @@
 
 #include "daemon/decide/run_evidence.h"
 #include "daemon/store/store.h"
+#include "proposers/metric_goal.h"
 
 namespace ard {
 
@@ -24,9 +25,12 @@ struct DashboardView {
   std::optional<pid_t> daemon_pid;      ///< the running daemon, if any
   bool allow_actions = false;           ///< whether stop and program edits are offered
   NoiseSettings noise;                  ///< [noise], to judge σ as the engine does
+  MetricSpec metric;                    ///< `summary.metric` (what val_bpb fields hold) and `summary.goal`
 };
 
-/// The run at a glance: daemon, best, figures, LLM spend, one lane per GPU
+/// The run at a glance: daemon, `metric` ({name, goal}: the metric that the
+/// val_bpb fields hold and "min" or "max", which way is better), best, figures,
+/// LLM spend, one lane per GPU
 /// with what runs there and its progress to the expected end, and `noise`:
 /// σ as the keep rule uses it (`sigma`, null while not usable), its df,
 /// whether it is usable, its source ("measured", "prior" or null), the keep

@@ -95,6 +95,14 @@ json lane_entry(const json& status, int64_t id) {
 // A bar and an expected end only for a stage under way with an estimate of its
 // own: not for a build (its expected end is its timeout), not for a candidate
 // that waits for a GPU with its build's fields still in the row.
+TEST_F(DashboardApiTest, StatusNamesTheMetricAndItsGoal) {
+  json s = api_status(store, view, 1200.0);
+  EXPECT_EQ(s["metric"], json({{"name", "val_bpb"}, {"goal", "min"}}));
+  view.metric = {"score", MetricGoal::kMax};
+  s = api_status(store, view, 1200.0);
+  EXPECT_EQ(s["metric"], json({{"name", "score"}, {"goal", "max"}}));
+}
+
 TEST_F(DashboardApiTest, AWaitingCandidateOrAStageWithoutAnEstimateHasNoProgressAndNoExpectedEnd) {
   view.daemon_pid = 1;
   int64_t c = store.create_experiment("t", false, kBase, "p2", "llm", std::nullopt);

@@ -200,7 +200,8 @@ struct DashboardServer::State {
   }
 
   DashboardView view() const {
-    return {settings.tag, running_daemon(settings.pid_file), settings.serve.allow_actions, settings.noise};
+    return {settings.tag, running_daemon(settings.pid_file), settings.serve.allow_actions, settings.noise,
+            settings.metric};
   }
 
   Response handle(const Request& req) {
@@ -374,6 +375,7 @@ DashboardSettings dashboard_settings(const Config& config) {
   StateDir state(config.repo);
   DashboardSettings s{config.serve, config.tag, state.db(), state.pid_file()};
   s.noise = {config.noise.prior_sigma, config.noise.z};
+  s.metric = {config.metric, config.goal};
   return s;
 }
 

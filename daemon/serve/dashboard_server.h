@@ -49,6 +49,7 @@ struct DashboardSettings {
   /// Debian's libjs-chart.js; read once at start and served as /chart.js.
   std::filesystem::path chart_js = "/usr/share/javascript/chart.js/chart.min.js";
   NoiseSettings noise;  ///< [noise]: σ judged as the engine does
+  MetricSpec metric;  ///< `summary.metric` and `summary.goal`: the chart's axis and best-so-far line
 };
 
 /// The settings for the repo's store and its [serve] table.

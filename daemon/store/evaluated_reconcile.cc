@@ -8,17 +8,18 @@
 
 namespace ard {
 
-bool is_improvement(double value, std::optional<double> best, double min_improvement) {
-  return !best || (value < *best && *best - value >= min_improvement);
+bool is_improvement(double value, std::optional<double> best, double min_improvement, MetricGoal goal) {
+  return !best || (is_better(goal, value, *best) && improvement(goal, *best, value) >= min_improvement);
 }
 
-std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string& tag, double min_improvement) {
+std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string& tag, double min_improvement,
+                                                MetricGoal goal) {
   std::vector<EvaluatedDecision> out;
   auto best_row = store.best(tag);
   std::optional<double> best = best_row ? best_row->val_bpb : std::nullopt;
   for (const auto& r : store.experiments(tag)) {
     if (r.state != to_string(ExperimentState::kEvaluated) || !r.val_bpb || r.commit.empty()) continue;
-    EvaluatedDecision d{r.id, is_improvement(*r.val_bpb, best, min_improvement), r.commit, *r.val_bpb, best};
+    EvaluatedDecision d{r.id, is_improvement(*r.val_bpb, best, min_improvement, goal), r.commit, *r.val_bpb, best};
     std::ostringstream what;
     what << "val_bpb " << *r.val_bpb;
     if (best) what << " vs best " << *best;
@@ -49,7 +50,7 @@ std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string&
     in.candidate = runs_of(trials, r.commit, calibration);
     if (best_row) in.incumbent = runs_of(trials, best_row->commit, calibration);
     if (in.candidate.empty() || (best_row && in.incumbent.empty())) {
-      // No runs under one calibration to compare: strictly lower decides.
+      // No runs under one calibration to compare: strictly better decides.
       const std::optional<double> best = best_row ? best_row->val_bpb : std::nullopt;
       in.incumbent = best ? std::vector<double>{*best} : std::vector<double>{};
       in.candidate = {*r.val_bpb};

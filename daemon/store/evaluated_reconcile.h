@@ -16,8 +16,10 @@
 namespace ard {
 
 /// The keep rule: a value is kept when there is no best yet, or when it is
-/// strictly lower than the best by at least min_improvement.
-bool is_improvement(double value, std::optional<double> best, double min_improvement);
+/// strictly better than the best (lower, or higher under MetricGoal::kMax) by
+/// at least min_improvement.
+bool is_improvement(double value, std::optional<double> best, double min_improvement,
+                    MetricGoal goal = MetricGoal::kMin);
 
 /// What finish_evaluated decided for one row.
 struct EvaluatedDecision {
@@ -33,7 +35,8 @@ struct EvaluatedDecision {
 /// the next). Rows in `evaluated` without a value or a commit are left for
 /// the caller to mark interrupted. Returns the decisions in order; the caller
 /// then moves the branch to store.best(tag)'s commit.
-std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string& tag, double min_improvement);
+std::vector<EvaluatedDecision> finish_evaluated(Store& store, const std::string& tag, double min_improvement,
+                                                MetricGoal goal = MetricGoal::kMin);
 
 /// The same with the keep rule (keep_rule.h) on the runs in `trials`: the
 /// row's runs and the best's under the latest calibration, σ pooled over the

@@ -28,6 +28,19 @@ class EvaluatedTest : public ::testing::Test {
     store.set_metrics(id, {v, 100.0, 30.0, "{\"val_bpb\":" + std::to_string(v) + "}"});
     return id;
   }
+  /// Three runs of the baseline (mean 1.0): σ from them has df 2, below what decisions use.
+  void baseline_runs() {
+    for (double v : {1.0, 1.002, 0.998}) {
+      int64_t t = store.begin_trial(1, "t", "0", v == 1.0 ? "baseline" : "incumbent", kBase);
+      store.end_trial(t, "ok", 30.0, v, "{}");
+    }
+  }
+  /// A measured candidate's run: its commit and value.
+  int64_t measured(const std::string& commit, double v) {
+    int64_t id = evaluated(commit, v);
+    store.end_trial(store.begin_trial(id, "t", "1", "candidate", commit), "ok", 30.0, v, "{}");
+    return id;
+  }
   testing::TempDir dir;
   Store store{(dir / "results.db").string()};
 };
@@ -78,23 +91,37 @@ TEST_F(EvaluatedTest, LeavesRowsItCannotDecide) {
   EXPECT_EQ(store.experiment(running)->state, "running");
 }
 
+TEST_F(EvaluatedTest, UnderGoalMaxAHigherMeanIsKeptAtRestart) {
+  baseline_runs();
+  KeepSettings settings;
+  settings.goal = MetricGoal::kMax;
+  measured(std::string(40, 'a'), 0.95);
+  auto d = finish_evaluated(store, "t", settings, 0.01);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].kept);
+  int64_t higher = measured(std::string(40, 'b'), 1.05);
+  d = finish_evaluated(store, "t", settings, 0.01);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].kept);
+  EXPECT_EQ(store.best("t")->id, higher);
+}
+
 TEST(KeepRule, StrictlyLowerByTheMinimum) {
   EXPECT_TRUE(is_improvement(5, std::nullopt, 0));
   EXPECT_TRUE(is_improvement(0.9, 1.0, 0.1 - 1e-12));
   EXPECT_FALSE(is_improvement(1.0, 1.0, 0));
   EXPECT_FALSE(is_improvement(0.95, 1.0, 0.1));
+  EXPECT_TRUE(is_improvement(1.2, 1.0, 0.1, MetricGoal::kMax));
+  EXPECT_FALSE(is_improvement(0.9, 1.0, 0, MetricGoal::kMax));
+  EXPECT_FALSE(is_improvement(1.05, 1.0, 0.1, MetricGoal::kMax));
 }
 
 TEST_F(EvaluatedTest, WithTheKeepRuleAGainWithinTheNoiseIsDiscardedAtRestart) {
   // The best has three runs (σ from them, df 2, below what decisions use), so
   // noise.prior_sigma = 0.01 decides: a candidate 0.005 better on one run is
   // under 2σΔ = 2·0.01·√(1/3+1) = 0.0231, and a restart runs no confirmation.
-  for (double v : {1.0, 1.002, 0.998}) {
-    int64_t t = store.begin_trial(1, "t", "0", v == 1.0 ? "baseline" : "incumbent", kBase);
-    store.end_trial(t, "ok", 30.0, v, "{}");
-  }
-  int64_t small = evaluated(std::string(40, 'a'), 0.995);
-  store.end_trial(store.begin_trial(small, "t", "1", "candidate", std::string(40, 'a')), "ok", 30.0, 0.995, "{}");
+  baseline_runs();
+  int64_t small = measured(std::string(40, 'a'), 0.995);
   KeepSettings settings;
   auto d = finish_evaluated(store, "t", settings, 0.01);
   ASSERT_EQ(d.size(), 1u);
@@ -103,8 +130,7 @@ TEST_F(EvaluatedTest, WithTheKeepRuleAGainWithinTheNoiseIsDiscardedAtRestart) {
   EXPECT_THAT(store.experiment(small)->error, ::testing::HasSubstr("(n=3)"));
   EXPECT_THAT(store.decision(small), ::testing::HasSubstr("decided at restart"));
   // A gain well beyond the margin is kept, and becomes the best.
-  int64_t big = evaluated(std::string(40, 'b'), 0.95);
-  store.end_trial(store.begin_trial(big, "t", "1", "candidate", std::string(40, 'b')), "ok", 30.0, 0.95, "{}");
+  int64_t big = measured(std::string(40, 'b'), 0.95);
   d = finish_evaluated(store, "t", settings, 0.01);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_TRUE(d[0].kept);

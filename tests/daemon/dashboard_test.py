@@ -15,6 +15,10 @@ pages in Debian's headless Chromium:
   * a non-loopback bind without a token is refused;
   * `autoresearchd plot` writes a PNG of the right size in the chart's colours.
 
+Then examples/knapsack/ (a higher-is-better score, summary.goal = "max") runs
+its scripted raising and lowering edits, and its chart's best-so-far line rises
+with the kept scores.
+
 Then `autoresearchd demo` (its own simulated trainer and scripted night) runs
 until five candidates are kept, and its dashboard is loaded the same way: the
 rows match the store, the kept points are drawn, and the overview's screenshot
@@ -233,7 +237,16 @@ class DevTools:
 
 # ---- the test ------------------------------------------------------------
 
-class DashboardTest(unittest.TestCase):
+class ServedTest(unittest.TestCase):
+    """A class of tests over one served store: setUpClass sets tmp and server; both go at the end."""
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_serve(cls.server)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
+class DashboardTest(ServedTest):
     @classmethod
     def setUpClass(cls):
         assert CHROMIUM, "chromium is not installed (scripts/setup.sh installs it)"
@@ -306,11 +319,6 @@ port = {cls.embedded_port}
             raise AssertionError(f"the end-to-end run did not finish its script: {cls.finished()}\n{log}")
 
         cls.server, cls.url = start_serve([], cwd=repo)
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_serve(cls.server)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
     def finished(cls):
@@ -497,7 +505,65 @@ port = {cls.embedded_port}
         self.assertIn("expected a .png or .svg file name", bad.stderr)
 
 
-class DemoDashboardTest(unittest.TestCase):
+class GoalMaxDashboardTest(ServedTest):
+    """The dashboard of examples/knapsack/, whose score is higher-is-better (summary.goal = "max")."""
+
+    @classmethod
+    def setUpClass(cls):
+        assert CHROMIUM, "chromium is not installed (scripts/setup.sh installs it)"
+        cls.tmp = tempfile.mkdtemp(prefix="ard-goal-max-dashboard-")
+        cls.repo = os.path.join(cls.tmp, "knapsack")
+        example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "knapsack")
+        shutil.copytree(example, cls.repo, ignore=shutil.ignore_patterns("build"))
+        # One candidate at a time: the second edit is made on the first's result.
+        with open(f"{cls.repo}/autoresearch.toml") as f:
+            config = f.read()
+        write(f"{cls.repo}/autoresearch.toml", "lookahead = 0\n" + config +
+              '\n[keep]\nconfirmations = 0\n[noise]\nrounds = false\n'
+              '[proposer]\nkind = "scripted"\nscript = "script.json"\n')
+        # A raising edit (about 0.973 to 0.992: kept), then a lowering one (about 0.980: discarded).
+        edits = [("swap more often", "SWAP_SHARE = 0.02;", "SWAP_SHARE = 0.5;"),
+                 ("end the annealing hot", "END_TEMPERATURE = 0.5;", "END_TEMPERATURE = 5.0;")]
+        write(f"{cls.repo}/script.json", json.dumps(
+            [{"description": d, "edits": [{"path": "solver.cc", "find": a, "replace": b}]} for d, a, b in edits]))
+        sh(["git", "init", "-q", "-b", "main", "."], cls.repo)
+        sh(["git", "add", "-A"], cls.repo)
+        sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"], cls.repo)
+        sh([DAEMON, "start", "--detach"], cls.repo)
+        cls.db = f"{cls.repo}/.autoresearchd/results.db"
+        wanted = {"baseline"} | {d for d, _, _ in edits}
+        done = lambda: os.path.exists(cls.db) and wanted <= {r[3] for r in cls.rows() if r[1] in ("kept", "discarded")}
+        deadline = time.time() + 90
+        while time.time() < deadline and not done():
+            time.sleep(0.2)
+        sh([DAEMON, "stop"], cls.repo)
+        assert done(), f"the knapsack run did not finish its script within 90 s: {cls.rows()}"
+        cls.server, cls.url = start_serve(["--repo", cls.repo])
+
+    @classmethod
+    def rows(cls):
+        with sqlite3.connect(cls.db) as c:
+            return c.execute("SELECT id, state, val_bpb, description FROM experiments "
+                             "WHERE tag='knapsack' ORDER BY id").fetchall()
+
+    def test_the_best_so_far_line_follows_the_highest_score(self):
+        status = json.load(urllib.request.urlopen(self.url + "api/status"))
+        self.assertEqual(status["metric"], {"name": "score", "goal": "max"})
+        rows = self.rows()
+        kept = [(i, v) for i, s, v, _ in rows if s == "kept"]
+        self.assertEqual(len(kept), 2, rows)
+        self.assertGreater(kept[1][1], kept[0][1])  # the higher score was kept
+        r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                            "--dump-dom", self.url], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dom = Dom(r.stdout)
+        best = json.loads(dom.canvas["data-best"])
+        self.assertEqual([tuple(b) for b in best[:-1]], kept)  # rising, as the kept scores rose
+        self.assertEqual(best[-1], [None, kept[1][1]])
+        self.assertIn("best score", r.stdout)
+
+
+class DemoDashboardTest(ServedTest):
     """The dashboard of `autoresearchd demo`'s night."""
 
     KEPT = 5
@@ -513,11 +579,6 @@ class DemoDashboardTest(unittest.TestCase):
         cls.printed = r.stdout
         cls.db = f"{cls.repo}/.autoresearchd/results.db"
         cls.server, cls.url = start_serve(["--repo", cls.repo])
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_serve(cls.server)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def rows(self):
         with sqlite3.connect(self.db) as c:

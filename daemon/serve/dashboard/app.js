@@ -78,13 +78,18 @@ const overview = {
   chart: null,
 };
 
+/// The metric's name (summary.metric) and whether a higher value is better
+/// (summary.goal = "max"); val_bpb, lower is better, until the status is read.
+function metricName(s) { return s && s.metric ? s.metric.name : 'val_bpb'; }
+function higherIsBetter(s) { return Boolean(s && s.metric && s.metric.goal === 'max'); }
+
 function figure(label, value) { return el('div', { class: 'figure' }, label, el('b', {}, value)); }
 
 function renderFigures(s) {
   const f = s.figures;
   $('#daemon').textContent = s.daemon.running ? 'daemon running (pid ' + s.daemon.pid + ')' : 'daemon not running';
   $('#figures').replaceChildren(
-    figure('best val_bpb', s.best ? fixed(s.best.val_bpb, 6) + ' (#' + s.best.id + ')' : 'none yet'),
+    figure('best ' + metricName(s), s.best ? fixed(s.best.val_bpb, 6) + ' (#' + s.best.id + ')' : 'none yet'),
     figure('experiments', f.finished + ' finished'),
     figure('per hour', fixed(f.per_hour, 1)),
     figure('GPU busy share', f.gpu_busy_share === null ? '-' : fixed(100 * f.gpu_busy_share, 1) + '% of ' + f.gpus),
@@ -137,9 +142,11 @@ function chartData() {
   const points = rows.filter((r) => r.val_bpb !== null)
     .map((r) => ({ x: x(r), y: r.val_bpb, id: r.id, state: r.state }));
   const best = [];
+  const higher = higherIsBetter(overview.status);
+  const better = (v, than) => (higher ? v > than : v < than);
   for (const r of rows) {
     if (r.state !== 'kept' || r.val_bpb === null) continue;
-    if (!best.length || r.val_bpb < best[best.length - 1].y) best.push({ x: x(r), y: r.val_bpb, id: r.id });
+    if (!best.length || better(r.val_bpb, best[best.length - 1].y)) best.push({ x: x(r), y: r.val_bpb, id: r.id });
   }
   if (best.length && rows.length) best.push({ x: x(rows[rows.length - 1]), y: best[best.length - 1].y, id: null });
   const states = [...new Set(points.map((p) => p.state))];
@@ -166,6 +173,8 @@ function renderChart() {
   const data = chartData();
   const xTitle = overview.byTime ? 'hours since the first experiment' : 'experiment';
   const xPrecision = overview.byTime ? 2 : 0;  // experiment numbers are whole
+  const yTitle = metricName(overview.status) + (higherIsBetter(overview.status) ? ' (higher is better)'
+    : ' (lower is better)');
   if (typeof Chart === 'undefined') {
     showError('Chart.js did not load');
   } else if (!overview.chart) {
@@ -174,7 +183,7 @@ function renderChart() {
       options: {
         animation: false, responsive: true, maintainAspectRatio: false, parsing: true,
         scales: { x: { type: 'linear', title: { display: true, text: xTitle }, ticks: { precision: xPrecision } },
-                  y: { title: { display: true, text: 'val_bpb' } } },
+                  y: { title: { display: true, text: yTitle } } },
         plugins: { legend: { display: true,
                              // one swatch per kind: each status's points, the line, the band (its upper edge left out)
                              labels: { usePointStyle: true, boxHeight: 7, filter: (item, chartData) =>
@@ -186,6 +195,7 @@ function renderChart() {
     overview.chart.data = data;
     overview.chart.options.scales.x.title.text = xTitle;
     overview.chart.options.scales.x.ticks.precision = xPrecision;
+    overview.chart.options.scales.y.title.text = yTitle;
     overview.chart.update();
   }
   // What the chart draws, readable from the DOM (tests, scripts).
