@@ -481,4 +481,35 @@ std::string GitRepo::diff(const std::string& parent, const std::string& commit) 
   return out;
 }
 
+std::vector<std::string> GitRepo::changed_paths(const std::string& parent, const std::string& commit) const {
+  Tree a = commit_tree(repo_, parent);
+  Tree b = commit_tree(repo_, commit);
+  git_diff* d = nullptr;
+  check(git_diff_tree_to_tree(&d, repo_, a.get(), b.get(), nullptr), "diff");
+  Diff diff(d);
+  check(git_diff_find_similar(diff.get(), nullptr), "find renames");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    if (delta->old_file.path && delta->status != GIT_DELTA_ADDED) out.push_back(delta->old_file.path);
+    if (delta->new_file.path && (out.empty() || out.back() != delta->new_file.path) &&
+        delta->status != GIT_DELTA_DELETED)
+      out.push_back(delta->new_file.path);
+  }
+  return out;
+}
+
+std::optional<GitRepo::Resolved> GitRepo::resolve(const std::string& rev) const {
+  git_object* obj = nullptr;
+  if (rev.empty() || git_revparse_single(&obj, repo_, rev.c_str()) < 0) return std::nullopt;
+  Object object(obj);
+  git_object* peeled = nullptr;
+  if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) < 0) return std::nullopt;
+  Commit c(reinterpret_cast<git_commit*>(peeled));
+  Resolved r;
+  r.commit = oid_str(git_commit_id(c.get()));
+  if (git_commit_parentcount(c.get()) > 0) r.parent = oid_str(git_commit_parent_id(c.get(), 0));
+  return r;
+}
+
 }  // namespace ard

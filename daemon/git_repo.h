@@ -128,6 +128,17 @@ class GitRepo {
 
   /// The patch from parent to commit.
   std::string diff(const std::string& parent, const std::string& commit) const;
+  /// The paths the change from parent to commit touches, in order: each added,
+  /// modified or deleted file (a rename names both its paths).
+  std::vector<std::string> changed_paths(const std::string& parent, const std::string& commit) const;
+
+  /// A revision (an id or a prefix of one, a branch, HEAD~1, ...) as a commit.
+  struct Resolved {
+    std::string commit;  ///< its full id
+    std::string parent;  ///< its first parent's full id; "" for a root commit
+  };
+  /// nullopt when rev names no commit of this repository.
+  std::optional<Resolved> resolve(const std::string& rev) const;
 
  private:
   git_repository* repo_ = nullptr;

@@ -65,6 +65,31 @@ TEST_F(GitRepoTest, CommitsWithoutACheckoutAndWithoutTouchingTheUsersOne) {
   EXPECT_FALSE(repo.has_commit("nonsense"));
 }
 
+// A revision as the user names it, and the paths a change touches.
+TEST_F(GitRepoTest, ResolvesARevisionToItsCommitAndParentAndListsTheChangedPaths) {
+  GitRepo repo(root);
+  const std::string base = repo.head();
+  write_file(root / "trainer/train.cu", "lr 2\n");
+  write_file(root / "trainer/model/k.cuh", "kernel\n");
+  ASSERT_EQ(git("add -A && git -c user.name=u -c user.email=u@localhost commit -qm 'raise lr'").code, 0);
+  ASSERT_EQ(git("rm -q trainer/model/k.cuh && git mv trainer/harness/eval.h trainer/harness/check.h && "
+                "git -c user.name=u -c user.email=u@localhost commit -qm 'drop k, move eval'")
+                .code,
+            0);
+  const auto first = repo.resolve("HEAD~1");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->parent, base);
+  EXPECT_EQ(repo.resolve(first->commit.substr(0, 10))->commit, first->commit);  // a prefix
+  EXPECT_EQ(repo.resolve("HEAD")->parent, first->commit);
+  EXPECT_EQ(repo.resolve(base)->parent, "");  // the root commit
+  EXPECT_FALSE(repo.resolve("no-such-branch"));
+  EXPECT_FALSE(repo.resolve(""));
+  EXPECT_THAT(repo.changed_paths(base, first->commit),
+              ::testing::UnorderedElementsAre("trainer/model/k.cuh", "trainer/train.cu"));
+  EXPECT_THAT(repo.changed_paths(first->commit, repo.head()),
+              ::testing::UnorderedElementsAre("trainer/harness/eval.h", "trainer/harness/check.h", "trainer/model/k.cuh"));
+}
+
 TEST_F(GitRepoTest, DetachedSlotsCheckOutExactlyTheCommit) {
   GitRepo repo(root);
   std::string base = repo.head();

@@ -38,6 +38,7 @@
 #include "daemon/gpus.h"
 #include "daemon/log.h"
 #include "daemon/proposer_factory.h"
+#include "daemon/util/text.h"
 #include "daemon/serve/dashboard_server.h"
 #include "daemon/sim_trainer.h"
 #include "daemon/slurm/slurm_doctor.h"
@@ -335,8 +336,8 @@ int cmd_status(const Options& o) {
   }
   Store store(state.db().string());
   // A daemon starting on its tag may not have recorded it yet: only then is an unknown tag no error.
-  // Nor is a tag that has only the ideas queued for its first start.
-  if (!(pid && o.tag.empty()) && store.ideas(config.tag).empty())
+  // Nor is a tag that has only the ideas or tries queued for its first start.
+  if (!(pid && o.tag.empty()) && store.ideas(config.tag).empty() && store.tries(config.tag).empty())
     if (auto unknown = unknown_tag(store, config.tag)) throw FatalError(*unknown);
   std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z},
                              {config.metric, config.goal});
@@ -363,6 +364,27 @@ int cmd_idea(const Options& o, const std::string& text) {
   const int64_t id = store.add_idea(config.tag, idea, "cli");
   std::cout << "idea " << id << " queued for tag " << config.tag
             << ": the next proposal is asked to try it (`autoresearchd status` shows what became of it)\n";
+  return 0;
+}
+
+int cmd_try(const Options& o, const std::string& rev) {
+  Config config = resolve(o);
+  GitRepo repo(config.repo);
+  const auto r = repo.resolve(rev);
+  if (!r) throw FatalError("try: '" + rev + "' names no commit of " + config.repo.string());
+  if (std::string why = try_refusal(repo, EditablePaths(config.editable), r->commit, r->parent); !why.empty())
+    throw FatalError("try: " + short_commit(r->commit) + " cannot be tried: " + why);
+  StateDir state(config.repo);
+  state.create();
+  Store store(state.db().string());
+  for (const auto& t : store.tries(config.tag))
+    if (t.commit == r->commit)
+      throw FatalError("try: " + short_commit(r->commit) + " is try " + std::to_string(t.id) + " of tag " + config.tag +
+                       " already");
+  const std::string what = repo.summary(r->commit);
+  const int64_t id = store.add_try(config.tag, r->commit, r->parent, what);
+  std::cout << "try " << id << " queued for tag " << config.tag << ": " << short_commit(r->commit) << " " << what
+            << "; the next experiment builds and measures it (`autoresearchd status` shows what became of it)\n";
   return 0;
 }
 
@@ -483,6 +505,11 @@ int run_cli(int argc, char** argv) {
   common(show, false);
   show->add_option("ID", show_id, "experiment id")->required()->check(CLI::PositiveNumber);
   std::string idea_text;
+  std::string try_rev;
+  CLI::App* try_cmd = app.add_subcommand(
+      "try", "put a commit of your checkout through the keep rule as if it were a proposal (re-applied onto the best)");
+  common(try_cmd, true);
+  try_cmd->add_option("REV", try_rev, "the commit: an id, a branch, HEAD~1, ...")->required();
   CLI::App* idea = app.add_subcommand("idea", "queue an idea: the next proposal is asked to try it");
   common(idea, true);
   idea->add_option("TEXT", idea_text, "the idea, in a sentence or a paragraph")->required();
@@ -549,6 +576,7 @@ int run_cli(int argc, char** argv) {
     if (*show) return cmd_show(o, show_id);
     if (*exp) return cmd_export(o);
     if (*idea) return cmd_idea(o, idea_text);
+    if (*try_cmd) return cmd_try(o, try_rev);
     if (*prepare) return cmd_prepare(o);
     if (*serve) return cmd_serve(o, serve_bind, serve_port);
     if (*plot) return cmd_plot(o, plot_out, plot_by_time);

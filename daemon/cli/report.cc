@@ -10,6 +10,7 @@
 #include "daemon/decide/memory.h"
 #include "daemon/exec/process_runner.h"
 #include "daemon/log.h"
+#include "daemon/util/text.h"
 
 namespace ard {
 namespace {
@@ -251,6 +252,18 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     for (const auto& idea : ideas)
       os << "  " << idea.id << "  " << format_time(idea.created_at).substr(0, 16) << "  " << idea_outcome(idea) << "  "
          << clean(idea.text) << "\n";
+  }
+
+  const std::vector<TryRow> tries = store.tries(tag);
+  if (!tries.empty()) {
+    os << "tries (autoresearchd try):\n";
+    for (const auto& t : tries) {
+      std::string outcome = "waiting for the next experiment";
+      if (t.experiment)
+        if (auto e = store.experiment(*t.experiment)) outcome = "#" + std::to_string(e->id) + " " + e->state;
+      os << "  " << t.id << "  " << format_time(t.created_at).substr(0, 16) << "  " << short_commit(t.commit) << "  "
+         << outcome << "  " << clean(t.description) << "\n";
+    }
   }
 
   // The research memory (decide/memory.h): where changes were tried most, and how often one was kept.

@@ -976,12 +976,12 @@ std::vector<std::string> Engine::gpu_ids() const {
   return ids;
 }
 
-Engine::Candidate* Engine::find(int64_t key) {
+Candidate* Engine::find(int64_t key) {
   auto it = candidates_.find(key);
   return it == candidates_.end() ? nullptr : &it->second;
 }
 
-Engine::Candidate& Engine::add(Candidate c) {
+Candidate& Engine::add(Candidate c) {
   c.key = ++next_key_;
   return candidates_[c.key] = std::move(c);
 }

@@ -25,8 +25,8 @@
 // build, a wait), worktree slots (slots.h), a run's steps (run_plan.h) and
 // the repeat runs of the best (repeat_plan.h).
 //
-// A candidate's phases (Candidate::phase; a candidate that ends, kept or
-// failed, is erased at once, its worker and slot freed):
+// A candidate's phases (Candidate::phase, candidate.h; a candidate that ends,
+// kept or failed, is erased at once, its worker and slot freed):
 //
 //   from        to          when
 //   (new)       kCommitted  a proposal committed (on_proposal); the baseline; a repeat run of
@@ -77,13 +77,13 @@
 #include "daemon/config.h"
 #include "daemon/decide/circuit_breaker.h"
 #include "daemon/decide/noise_rounds.h"
+#include "daemon/engine/candidate.h"
 #include "daemon/engine/executor.h"
 #include "daemon/engine/proposal_desk.h"
 #include "daemon/engine/proposals.h"
 #include "daemon/engine/resume.h"
 #include "daemon/engine/run.h"
 #include "daemon/engine/run_end.h"
-#include "daemon/engine/run_record.h"
 #include "daemon/engine/slots.h"
 #include "daemon/engine/store_watch.h"
 #include "daemon/engine/tag_base.h"
@@ -123,42 +123,7 @@ class Engine {
   void rebase_at_start() { rebase_ = true; }
 
  private:
-  /// The table at the top of this file. kMeasured: measured, its decision
-  /// deferred (judge.h) until what it waits for is there.
-  enum class Phase { kCommitted, kBuilding, kBuilt, kTraining, kMeasured };
-  /// An experiment in flight, or a repeat run of the best. Each is one run at a
-  /// time (a build, or its stages), and its trials are rows of `experiment`.
-  struct Candidate {
-    int64_t key = 0;         ///< its key in candidates_: the engine's count, in order of creation
-    int64_t experiment = 0;  ///< its row in the store; a repeat's is the best's
-    /// 0: the experiment's own candidate. n > 0: the best's n-th repeat run (a
-    /// noise round's or the incumbent's re-run), which adds a trial to the
-    /// best's row and writes nothing else of it.
-    int repeat = 0;
-    bool baseline = false;
-    Phase phase = Phase::kCommitted;
-    std::string parent;  ///< the best it was made against
-    std::string commit;
-    std::string description;
-    int fix_round = 0;   ///< which fix of a build failure it is (0: none)
-    int reapplies = 0;   ///< how often its change was re-applied onto a newer best
-    int slot = -1;       ///< the worktree slot it is built and trained in
-    int fault_reruns = 0;  ///< runs again after a fault of the machine (kMaxFaultReruns at most)
-    /// The build directory as the build left it (stat_listing); a stage that
-    /// changed it is tampered. Unset before the local build.
-    std::optional<std::string> build_listing;
-    int worker = -1;     ///< the worker training it
-    size_t stage = 0;    ///< the stage running now
-    int64_t trial = 0;
-    bool running = false;  ///< the executor runs its build or its stages (its end is still to come)
-    // Decisions that hold (docs/daemon.md, "The keep rule").
-    std::string purpose;      ///< the trial's purpose (run_evidence.h)
-    std::string pin_gpu;      ///< set: it trains on this GPU only
-    std::string run_gpu;      ///< the GPU of the run in progress
-    bool in_round = false;    ///< one of a noise round's runs
-    int confirmations = 0;    ///< runs of the candidate after its first (on this commit)
-    std::optional<RunRecord> record;  ///< the store's record of its run in progress (or last run)
-  };
+  using Phase = CandidatePhase;  ///< candidate.h
   struct Worker {
     std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
     int64_t candidate = 0;  ///< the key of the candidate it trains; 0: free

@@ -156,4 +156,31 @@ ProposalCommit commit_proposal(GitRepo& repo, const EditablePaths& editable, con
   return out;
 }
 
+std::string try_refusal(GitRepo& repo, const EditablePaths& editable, const std::string& commit,
+                        const std::string& parent) {
+  if (parent.empty()) return "it is a root commit: a try is measured against its parent";
+  const std::vector<std::string> paths = repo.changed_paths(parent, commit);
+  if (paths.empty()) return "it changes nothing";
+  std::vector<std::string> fixed;
+  for (const auto& path : paths)
+    if (!editable.contains(path)) fixed.push_back(path);
+  if (fixed.empty()) return "";
+  return "it changes " + join_list(fixed, 3) + ", which the daemon may not edit (editable: " +
+         join_list(editable.globs(), 10) + ")";
+}
+
+ProposalCommit commit_try(GitRepo& repo, const EditablePaths& editable, const std::string& commit,
+                          const std::string& parent, const std::string& ref, const std::filesystem::path& objects_dir) {
+  ProposalCommit out;
+  out.rejected = try_refusal(repo, editable, commit, parent);
+  if (!out.rejected.empty()) return out;
+  try {
+    repo.set_ref(ref, commit, "autoresearchd: try");
+    out.commit = commit;
+  } catch (const GitError& e) {
+    if (!(out.fault = probe_write(objects_dir))) out.rejected = std::string("the commit cannot be taken: ") + e.what();
+  }
+  return out;
+}
+
 }  // namespace ard

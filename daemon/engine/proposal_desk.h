@@ -155,4 +155,16 @@ ProposalCommit commit_proposal(GitRepo& repo, const EditablePaths& editable, con
                                const std::string& description, const std::string& ref,
                                const std::filesystem::path& objects_dir);
 
+/// Why a researcher's commit, made on parent, cannot be tried as a proposal
+/// (`autoresearchd try`): it has no parent, changes nothing, or touches a
+/// path the daemon may not edit (the first few named). "" when it can.
+std::string try_refusal(GitRepo& repo, const EditablePaths& editable, const std::string& commit,
+                        const std::string& parent);
+
+/// A researcher's commit taken as a proposal: checked (try_refusal: a
+/// rejected edit), then ref pointed at it; a git error there is a fault of the
+/// machine where a probe write into objects_dir fails, else a rejected edit.
+ProposalCommit commit_try(GitRepo& repo, const EditablePaths& editable, const std::string& commit,
+                          const std::string& parent, const std::string& ref, const std::filesystem::path& objects_dir);
+
 }  // namespace ard

@@ -37,8 +37,17 @@ int64_t Proposals::ask(const AskContext& a) {
     fix = std::move(fixes_.front());
     fixes_.pop_front();
   }
+  std::optional<TryRow> attempt;
+  if (!fix)
+    for (const TryRow& t : store_.tries(config_.tag))
+      if (!attempt && !t.experiment) attempt = t;
   int64_t id;
-  if (!fix && !asked_again_.empty()) {
+  if (attempt) {
+    id = store_.create_experiment(config_.tag, false, attempt->parent, hash, "user", std::nullopt);
+    store_.take_try(attempt->id, id);
+    log_("#" + std::to_string(id) + " takes try " + std::to_string(attempt->id) + ": " +
+         short_commit(attempt->commit) + " " + attempt->description);
+  } else if (!fix && !asked_again_.empty()) {
     id = asked_again_.front();
     asked_again_.erase(asked_again_.begin());
     store_.set_program(id, hash);
@@ -49,8 +58,14 @@ int64_t Proposals::ask(const AskContext& a) {
   }
   Row& row = rows_[id];
   row.fix = fix;
-  row.parent = a.parent;
+  row.attempt = attempt;
+  row.parent = attempt ? attempt->parent : a.parent;
   row.running = true;
+  ++running_;
+  if (attempt) {  // its answer is the commit itself, handled on the loop as any other
+    mailbox_->post([this, id] { answered(id, ProposalResult{}); });
+    return id;
+  }
 
   ProposalContext ctx;
   ctx.experiment_id = id;
@@ -66,7 +81,6 @@ int64_t Proposals::ask(const AskContext& a) {
   ctx.goal = config_.goal;
   ctx.noise_note = a.noise_note;
   ctx.last_failure = a.last_failure;
-  ++running_;
   propose_on_thread(proposer_, std::move(ctx), cancel_, inside_, mailbox_,
                     [this, id](ProposalResult r) { answered(id, std::move(r)); });
   return id;
@@ -117,7 +131,7 @@ ProposalOutcome Proposals::handle(int64_t id) {
     o.fix_of = row.fix->of;
   }
   const ProposalResult& result = row.result;
-  if (!result.ok()) {
+  if (!row.attempt && !result.ok()) {
     const ProposalError& e = *result.error;
     o.error = e.message;
     if (auto wait = proposer_wait(e, config_.retry_wait_s, now_seconds())) {
@@ -141,24 +155,26 @@ ProposalOutcome Proposals::handle(int64_t id) {
     o.final_status = status::kProposerError;
     return o;
   }
-  const Proposal& p = *result.proposal;
-  o.description = description_line(p.description);
+  o.description = description_line(row.attempt ? row.attempt->description : result.proposal->description);
   store_.set_proposal(id, o.description);
+  const std::string ref = "refs/autoresearch/" + config_.tag + "/exp/" + std::to_string(id);
+  const std::filesystem::path objects = config_.repo / ".git" / "objects";
   const ProposalCommit made =
-      commit_proposal(*repo_, editable_, row.parent, row.fix ? row.fix->files : std::vector<EditableFile>{}, p.writes,
-                      o.description, "refs/autoresearch/" + config_.tag + "/exp/" + std::to_string(id),
-                      config_.repo / ".git" / "objects");
+      row.attempt ? commit_try(*repo_, editable_, row.attempt->commit, row.parent, ref, objects)
+                  : commit_proposal(*repo_, editable_, row.parent, row.fix ? row.fix->files : std::vector<EditableFile>{},
+                                    result.proposal->writes, o.description, ref, objects);
   if (made.fault) {
     row.held = true;
     o.kind = Kind::kHeld;
     o.fault = made.fault;
     return o;
   }
+  const bool row_was_try = row.attempt.has_value();
   rows_.erase(id);
   if (!made.rejected.empty()) {
     o.kind = Kind::kEnded;
     o.final_status = status::kPatchRejected;
-    o.error = made.rejected;
+    o.error = (row_was_try ? "the try's commit: " : "") + made.rejected;
     return o;
   }
   const std::string diff = repo_->diff(o.parent, made.commit);
@@ -181,6 +197,11 @@ void Proposals::recover() {
       ++it;
       continue;
     }
+    if (it->second.attempt) {  // a try needs no proposer: handled again once the fault clears
+      it->second.held = true;
+      ++it;
+      continue;
+    }
     asked_again_.push_back(it->first);
     it = rows_.erase(it);
   }
@@ -198,7 +219,10 @@ void Proposals::replay_held() {
 
 void Proposals::end_rows_at_stop() {
   std::vector<int64_t> ids = std::exchange(asked_again_, {});
-  for (const auto& [id, row] : rows_) ids.push_back(id);
+  for (const auto& [id, row] : rows_) {
+    ids.push_back(id);
+    if (row.attempt) store_.take_try(row.attempt->id, std::nullopt);  // taken again at the next start
+  }
   rows_.clear();
   for (int64_t id : ids)
     if (!drop_empty_row(id, "at stop")) store_.finish(id, status::kInterrupted, "stopped while waiting for a proposal", "");

@@ -1,6 +1,7 @@
 // The proposal side of the loop, as an executor is the run side: which
-// experiment row is asked next (a build fix owed, then a row whose proposer
-// asked for a wait, else a new row), its proposer thread, and its answer
+// experiment row is asked next (a build fix owed, then a researcher's commit
+// to try, then a row whose proposer asked for a wait, else a new row), its
+// proposer thread (a try needs none), and its answer
 // turned into one ProposalOutcome the engine applies: a commit to build, an
 // experiment that ended before any build, a wait, or a fault of the machine
 // that holds the commit until it clears.
@@ -91,6 +92,8 @@ class Proposals {
 
   /// Asks for one proposal on a thread of its own, for the next row: the
   /// oldest fix owed (its failed commit's files, linked by fix_of), else the
+  /// oldest try not taken (`autoresearchd try`: a new row whose proposer is
+  /// "user", made on the try's parent; no proposer is called), else the
   /// oldest row asked again, else a new row. Returns the row's id.
   int64_t ask(const AskContext& context);
   /// Rows asked whose answer is not applied yet (asked, or held by a fault).
@@ -123,6 +126,7 @@ class Proposals {
  private:
   struct Row {
     std::optional<FixOwed> fix;
+    std::optional<TryRow> attempt;  ///< a researcher's commit, taken as this row's proposal
     std::string parent;
     bool running = false;  ///< its thread's answer is awaited
     bool held = false;     ///< its answer waits for a fault of the machine to clear

@@ -183,5 +183,30 @@ TEST_F(ProposalsTest, ABlockLastsItsWaitOnceAndSaysWhenItIsOver) {
   EXPECT_EQ(unblocked, 1);
 }
 
+// A researcher's commit is the next row's proposal, with no proposer call:
+// taken as it is on its own parent, its proposer "user"; one that touches
+// what the daemon may not edit ends as patch_rejected.
+TEST_F(ProposalsTest, ATryIsTakenBeforeAnyProposerWithItsOwnCommitAndParent) {
+  const std::string mine = repo->commit_writes(base, {{"trainer/train.cu", "lr 5\n#\n#\n#\n#\n#\n#\ndepth 8\n"}},
+                                               "the user's lr", "refs/heads/mine");
+  const std::string harness =
+      repo->commit_writes(base, {{"trainer/harness/eval.h", "easier\n"}}, "an easier eval", "refs/heads/bad");
+  store.add_try("t", mine, base, "the user's lr");
+  store.add_try("t", harness, base, "an easier eval");
+  const ProposalOutcome taken = ask_one();
+  EXPECT_EQ(taken.kind, Kind::kCommitted);
+  EXPECT_EQ(taken.commit, mine);
+  EXPECT_EQ(taken.parent, base);
+  EXPECT_EQ(taken.description, "the user's lr");
+  EXPECT_EQ(store.experiment(taken.experiment)->proposer, "user");
+  EXPECT_EQ(store.tries("t")[0].experiment, taken.experiment);
+  EXPECT_EQ(repo->ref_target("refs/autoresearch/t/exp/" + std::to_string(taken.experiment)), mine);
+  const ProposalOutcome refused = ask_one();
+  EXPECT_EQ(refused.kind, Kind::kEnded);
+  EXPECT_EQ(refused.final_status, status::kPatchRejected);
+  EXPECT_THAT(refused.error, HasSubstr("it changes trainer/harness/eval.h, which the daemon may not edit"));
+  EXPECT_TRUE(proposer.told.empty());  // no proposer was asked
+}
+
 }  // namespace
 }  // namespace ard

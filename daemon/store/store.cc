@@ -349,6 +349,26 @@ void Store::finish(int64_t id, const std::string& final_status, const std::strin
       .run();
 }
 
+int64_t Store::add_try(const std::string& tag, const std::string& commit, const std::string& parent,
+                       const std::string& description) {
+  db_.prepare("INSERT INTO tries(tag, commit_hash, parent, description, created_at) VALUES(?,?,?,?,?)")
+      .bind(1, tag).bind(2, commit).bind(3, parent).bind(4, description).bind(5, now_seconds()).run();
+  return db_.last_insert_id();
+}
+
+std::vector<TryRow> Store::tries(const std::string& tag) {
+  std::vector<TryRow> out;
+  auto s = db_.prepare(
+      "SELECT id, tag, commit_hash, parent, description, created_at, experiment_id FROM tries WHERE tag=? ORDER BY id");
+  s.bind(1, tag);
+  while (s.step()) out.push_back({s.integer(0), s.text(1), s.text(2), s.text(3), s.text(4), s.real(5), s.opt_integer(6)});
+  return out;
+}
+
+void Store::take_try(int64_t id, std::optional<int64_t> experiment) {
+  db_.prepare("UPDATE tries SET experiment_id=? WHERE id=?").bind(1, experiment).bind(2, id).run();
+}
+
 int64_t Store::add_idea(const std::string& tag, const std::string& text, const std::string& source) {
   db_.prepare("INSERT INTO ideas(tag, text, source, created_at) VALUES(?,?,?,?)")
       .bind(1, tag).bind(2, text).bind(3, source).bind(4, now_seconds()).run();

@@ -65,6 +65,17 @@ struct ExperimentRow {
   std::string decision;            ///< the keep rule's reason line; empty before a decision
 };
 
+/// A commit a researcher put forward (`autoresearchd try REV`).
+struct TryRow {
+  int64_t id = 0;
+  std::string tag;
+  std::string commit;  ///< full id
+  std::string parent;  ///< its first parent
+  std::string description;
+  double created_at = 0;
+  std::optional<int64_t> experiment;  ///< set once an ask took it
+};
+
 /// A researcher's idea (`autoresearchd idea`) and the experiments asked to try it.
 struct IdeaRow {
   struct Experiment {
@@ -287,6 +298,13 @@ class Store : public llm::CallSink {
   /// tail; ended at ended_at (never before it started), or now.
   void finish(int64_t id, const std::string& final_status, const std::string& error,
               const std::string& log_tail, std::optional<double> ended_at = std::nullopt);
+  /// Queues a researcher's commit for tag; returns its id.
+  int64_t add_try(const std::string& tag, const std::string& commit, const std::string& parent,
+                  const std::string& description);
+  /// Tag's tries, oldest first.
+  std::vector<TryRow> tries(const std::string& tag);
+  /// Try `id` is taken by experiment (nullopt: by none, to be taken again).
+  void take_try(int64_t id, std::optional<int64_t> experiment);
   /// Queues a researcher's idea for tag; returns its id.
   int64_t add_idea(const std::string& tag, const std::string& text, const std::string& source);
   /// Tag's ideas, oldest first, each with its experiments.

@@ -76,6 +76,27 @@ TEST(Store, ExperimentMovesThroughItsStates) {
   EXPECT_FALSE(store.best("other"));
 }
 
+// Tries queue per tag in order, and remember the experiment that took each.
+TEST(Store, TriesQueueInOrderAndRecordTheExperimentThatTookThem) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  const int64_t first = store.add_try("t", std::string(40, 'b'), kBase, "raise lr");
+  store.add_try("t", std::string(40, 'c'), kBase, "wider mlp");
+  store.add_try("other", std::string(40, 'd'), kBase, "elsewhere");
+  auto tries = store.tries("t");
+  ASSERT_EQ(tries.size(), 2u);
+  EXPECT_EQ(tries[0].id, first);
+  EXPECT_EQ(tries[0].commit, std::string(40, 'b'));
+  EXPECT_EQ(tries[0].parent, kBase);
+  EXPECT_EQ(tries[0].description, "raise lr");
+  EXPECT_FALSE(tries[0].experiment);
+  const int64_t e = store.create_experiment("t", false, kBase, "", "user", std::nullopt);
+  store.take_try(first, e);
+  EXPECT_EQ(store.tries("t")[0].experiment, e);
+  EXPECT_FALSE(store.tries("t")[1].experiment);
+}
+
 // An idea is open until one of its experiments makes a change; one in
 // flight holds it; three that made none give it up. Resumed rows keep their count.
 TEST(Store, IdeasStayOpenUntilAnExperimentMakesAChange) {

@@ -939,5 +939,62 @@ TEST_F(DaemonE2E, AnIdeaIsQueuedTriedByTheNextProposalAndShownInStatus) {
               HasSubstr("idea:         1, asked to try: try rotary embeddings, base 50000"));
 }
 
+// A researcher's own commits go through the path of a proposal: refused at
+// `try` when they touch what the daemon may not edit, taken before any
+// proposer is asked, re-applied onto the best when made on an older one, and
+// recorded with "user" as the proposer.
+TEST_F(DaemonE2E, ACommitOfTheUsersIsTriedLikeAProposalAndMovedOntoTheBest) {
+  // One run decides: the test is about the try's path, not the keep rule's repeats.
+  write_config(10, testing::kOneRunDecides);
+  write_script(nlohmann::json::array());  // the proposer has nothing: only the tries run
+  const std::string home = trim(git("rev-parse --abbrev-ref HEAD").out);  // the user's branch
+  auto commit_on_branch = [&](const std::string& branch, const std::string& path, const std::string& content,
+                              const std::string& message) {
+    EXPECT_EQ(git("checkout -qb " + branch + " " + base).code, 0);
+    write_file(repo / path, content);
+    EXPECT_EQ(git("-c user.name=u -c user.email=u@u commit -qam '" + message + "'").code, 0);
+    const std::string id = trim(git("rev-parse HEAD").out);
+    EXPECT_EQ(git("checkout -q " + home).code, 0);
+    return id;
+  };
+  const std::string lower = commit_on_branch("t1", "trainer/train.cu", "val_bpb 0.85\n", "lower it");
+  const std::string kernel = commit_on_branch("t2", "trainer/model/sub/kernel.cuh", "// v2\n", "a new kernel");
+  const std::string harness = commit_on_branch("t3", "trainer/harness/eval.h", "// easier\n", "easier eval");
+
+  auto queued = daemon("try t1");
+  ASSERT_EQ(queued.code, 0) << queued.out;
+  EXPECT_THAT(queued.out, HasSubstr("try 1 queued for tag e2e: " + lower.substr(0, 7) + " lower it"));
+  ASSERT_EQ(daemon("try " + kernel.substr(0, 12)).code, 0);
+  auto again = daemon("try t1");
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.out, HasSubstr("autoresearchd: error: try: " + lower.substr(0, 7) + " is try 1 of tag e2e already"));
+  auto fixed = daemon("try t3");
+  EXPECT_EQ(fixed.code, 1);
+  EXPECT_THAT(fixed.out, HasSubstr("autoresearchd: error: try: " + harness.substr(0, 7) +
+                                   " cannot be tried: it changes trainer/harness/eval.h, which the daemon may not edit"));
+  auto unknown = daemon("try no-such-branch");
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.out, HasSubstr("try: 'no-such-branch' names no commit of"));
+  EXPECT_THAT(daemon("status").out, HasSubstr(lower.substr(0, 7) + "  waiting for the next experiment  lower it"));
+
+  auto rows = run_until_finished(3);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].is_baseline);
+  EXPECT_EQ(rows[1].proposer, "user");
+  EXPECT_EQ(rows[1].description, "lower it");
+  EXPECT_EQ(rows[1].commit, lower);  // made on the best: measured as it is
+  EXPECT_EQ(rows[1].state, "kept") << rows[1].error;
+  EXPECT_EQ(rows[2].proposer, "user");
+  EXPECT_EQ(rows[2].reapplied_from, kernel);  // made on the base, an older best: moved onto the best first
+  EXPECT_EQ(rows[2].parent_commit, lower);
+  EXPECT_EQ(git("show " + rows[2].commit + ":trainer/train.cu").out, "val_bpb 0.85\n");
+  EXPECT_EQ(git("show " + rows[2].commit + ":trainer/model/sub/kernel.cuh").out, "// v2\n");
+  EXPECT_EQ(rows[2].state, "discarded") << rows[2].error;  // no gain over the best it now sits on
+  const std::string status = daemon("status").out;
+  EXPECT_THAT(status, HasSubstr("tries (autoresearchd try):"));
+  EXPECT_THAT(status, HasSubstr(lower.substr(0, 7) + "  #" + std::to_string(rows[1].id) + " kept  lower it"));
+  EXPECT_EQ(trim(git("rev-parse autoresearch/e2e").out), lower);
+}
+
 }  // namespace
 }  // namespace ard
