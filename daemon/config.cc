@@ -158,6 +158,52 @@ void check_globs_against_tracked(const Config& c) {
   if (std::string why = check_editable_globs(c.editable, tracked); !why.empty()) throw ConfigError(why);
 }
 
+/// The [[proposer.profile]] tables, after [proposer], [llm] and [offline] are read: each
+/// profile's kind is proposer.kind unless it names one; an llm profile's model, provider and
+/// temperature go over [llm], and the result is checked as [llm] is.
+std::vector<ProfileConfig> parse_profiles(const toml::array& tables, const Config& c) {
+  if (c.proposer_kind == "scripted") throw ConfigError("proposer.profile: profiles need proposer.kind llm or offline");
+  std::vector<ProfileConfig> out;
+  std::set<std::string> names;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    KeyReader r(*tables.get(i)->as_table(), "proposer.profile[" + std::to_string(i + 1) + "]");
+    ProfileConfig p;
+    r.string("name", p.name);
+    r.number("weight", p.weight, 0, false, 1e6);
+    r.string("addendum", p.addendum, true);
+    r.string("kind", p.kind);
+    std::string model, provider;
+    double temperature = -1;
+    r.string("model", model);
+    r.string("provider", provider);
+    r.number("temperature", temperature, 0, true, 2);
+    r.reject_unknown();
+    static const std::regex name_re("[A-Za-z0-9_][A-Za-z0-9_.-]{0,39}");
+    if (!std::regex_match(p.name, name_re))
+      throw ConfigError(r.name("name") + ": '" + p.name + "' is not a profile name (letters, digits, '_', '.', '-'; at most 40)");
+    if (!names.insert(p.name).second) throw ConfigError(r.name("name") + ": duplicate profile '" + p.name + "'");
+    if (p.kind.empty()) p.kind = c.proposer_kind;
+    if (p.kind != "llm" && p.kind != "offline")
+      throw ConfigError(r.name("kind") + ": must be \"llm\" or \"offline\", got \"" + p.kind + "\"");
+    if (p.kind == "offline" && (!model.empty() || !provider.empty() || temperature >= 0))
+      throw ConfigError(r.name("model") + ": an offline profile asks no model");
+    if (p.kind == "llm") {
+      if (!c.has_llm) throw ConfigError(r.name("kind") + ": \"llm\" needs an [llm] table");
+      p.llm = c.llm;
+      if (!model.empty()) p.llm.insert_or_assign("model", model);
+      if (!provider.empty()) p.llm.insert_or_assign("provider", provider);
+      if (temperature >= 0) p.llm.insert_or_assign("temperature", temperature);
+      try {
+        llm::parse_llm_config(p.llm);
+      } catch (const ConfigError& e) {
+        throw ConfigError("proposer.profile '" + p.name + "': " + e.what());
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace
 
 void validate_tag(const std::string& tag) {
@@ -447,10 +493,22 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     r.reject_unknown();
   }
 
+  const toml::array* profiles = nullptr;
   if (const toml::table* t = top.table("proposer")) {
     KeyReader r(*t, "proposer");
     r.string("kind", c.proposer_kind);
     r.string("script", c.proposer_script);
+    if (const toml::node* n = r.get("profile")) {
+      profiles = n->as_array();
+      if (!profiles || !profiles->is_array_of_tables() || profiles->empty())
+        throw ConfigError("proposer.profile: expected one or more [[proposer.profile]] tables");
+    }
+    r.reject_unknown();
+  }
+  if (const toml::table* t = top.table("profiles")) {
+    KeyReader r(*t, "profiles");
+    r.boolean("adapt", c.profiles_settings.adapt);
+    r.number("floor", c.profiles_settings.floor, 0, true, 0.5);
     r.reject_unknown();
   }
   if (const toml::table* t = top.table("llm")) {
@@ -466,6 +524,7 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   // not when the proposer changes (the one it uses, the proposer factory reads at start).
   if (c.has_llm && c.proposer_kind != "llm") llm::parse_llm_config(c.llm);
   if (offline && c.proposer_kind != "offline") parse_offline_config(c.offline);
+  if (profiles) c.profiles = parse_profiles(*profiles, c);
 
   top.reject_unknown();
   return c;

@@ -123,6 +123,21 @@ struct SlurmConfig {
   int max_resubmits = 2;                ///< a preempted or node-failed job is submitted again this often
 };
 
+/// `[[proposer.profile]]`: one proposer of the swarm (proposers/profiles.h).
+struct ProfileConfig {
+  std::string name;      ///< letters, digits, '_', '.', '-'; unique; recorded with each experiment
+  double weight = 1;     ///< > 0
+  std::string addendum;  ///< the prompt's focus for this profile ("" : none)
+  std::string kind;      ///< "llm" or "offline"; from proposer.kind when not given
+  toml::table llm;       ///< kind "llm": [llm] with the profile's model, provider and temperature over it
+};
+
+/// `[profiles]`: how the profiles' weights move.
+struct ProfilesConfig {
+  bool adapt = false;  ///< the weights follow each profile's keeps per GPU-hour (adapted_shares)
+  double floor = 0.1;  ///< the least share a profile keeps under adapt (at most 1 / profiles)
+};
+
 struct Config {
   std::filesystem::path repo;  ///< absolute research repo root
   std::string tag = "main";
@@ -186,6 +201,9 @@ struct Config {
   toml::table llm;              ///< raw [llm] table, validated by the proposer factory
   toml::table offline;          ///< raw [offline] table
   bool has_llm = false;
+  /// The swarm's profiles; empty: the one proposer of proposer.kind.
+  std::vector<ProfileConfig> profiles;
+  ProfilesConfig profiles_settings;
 };
 
 /// Parses a config from TOML text. repo is the research repo root unless the

@@ -112,6 +112,52 @@ TEST(Config, LlmSectionMakesLlmTheDefaultKind) {
   EXPECT_EQ(parse_config("[llm]\n", "/r").proposer_kind, "llm");
 }
 
+// The swarm: each profile's model over [llm], its weight, addendum and kind.
+TEST(Config, ProfilesTakeTheirModelOverTheLlmTableAndTheirOwnWeights) {
+  const Config c = parse_config(R"(
+[llm]
+provider = "openai"
+model = "base-model"
+[[proposer.profile]]
+name = "arch"
+weight = 2
+addendum = "Architecture changes only."
+model = "big-model"
+temperature = 0.9
+[[proposer.profile]]
+name = "offline-1"
+kind = "offline"
+[profiles]
+adapt = true
+floor = 0.2
+)", "/r");
+  ASSERT_EQ(c.profiles.size(), 2u);
+  EXPECT_EQ(c.profiles[0].name, "arch");
+  EXPECT_EQ(c.profiles[0].weight, 2);
+  EXPECT_EQ(c.profiles[0].addendum, "Architecture changes only.");
+  EXPECT_EQ(c.profiles[0].kind, "llm");
+  EXPECT_EQ(c.profiles[0].llm["model"].value_or(std::string()), "big-model");
+  EXPECT_EQ(c.profiles[0].llm["provider"].value_or(std::string()), "openai");  // from [llm]
+  EXPECT_EQ(c.profiles[0].llm["temperature"].value_or(0.0), 0.9);
+  EXPECT_EQ(c.profiles[1].kind, "offline");
+  EXPECT_EQ(c.profiles[1].weight, 1);
+  EXPECT_TRUE(c.profiles_settings.adapt);
+  EXPECT_EQ(c.profiles_settings.floor, 0.2);
+  EXPECT_TRUE(parse_config("", "/r").profiles.empty());
+}
+
+TEST(Config, ProfileErrorsNameTheProfile) {
+  EXPECT_THAT(error_of("[[proposer.profile]]\nname = 'a b'\n"), HasSubstr("proposer.profile[1].name: 'a b' is not a profile name"));
+  EXPECT_THAT(error_of("[[proposer.profile]]\nname = 'a'\n[[proposer.profile]]\nname = 'a'\n"),
+              HasSubstr("proposer.profile[2].name: duplicate profile 'a'"));
+  EXPECT_THAT(error_of("[[proposer.profile]]\nname = 'a'\nweight = 0\n"), HasSubstr("proposer.profile[1].weight: must be > 0"));
+  EXPECT_THAT(error_of("[[proposer.profile]]\nname = 'a'\nkind = 'llm'\n"), HasSubstr("needs an [llm] table"));
+  EXPECT_THAT(error_of("[[proposer.profile]]\nname = 'a'\nmodel = 'm'\n"), HasSubstr("an offline profile asks no model"));
+  EXPECT_THAT(error_of("[proposer]\nkind = 'scripted'\nscript = 's.json'\n[[proposer.profile]]\nname = 'a'\n"),
+              HasSubstr("profiles need proposer.kind llm or offline"));
+  EXPECT_THAT(error_of("[profiles]\nfloor = 0.7\n"), HasSubstr("profiles.floor"));
+}
+
 TEST(Config, RepoKeyIsRelativeToTheFile) {
   testing::TempDir dir;
   testing::write_file(dir / "conf/a.toml", "repo = '../research'\n");

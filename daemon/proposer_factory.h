@@ -2,6 +2,8 @@
 // it at start, before the loop, so a bad proposer config stops it at once.
 // Kinds: "scripted" (proposers/scripted_proposer.h); "llm" and "offline" come
 // from llm_client/ and are validated here from the raw [llm] / [offline] tables.
+// With [[proposer.profile]] tables, the swarm (proposers/swarm_proposer.h):
+// one proposer per profile, the llm ones sharing the tag's caps.
 #pragma once
 
 #include <functional>

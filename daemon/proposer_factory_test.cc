@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 
+#include "proposers/swarm_proposer.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -59,6 +60,34 @@ TEST(ProposerFactory, RefusesToPassTheApiKeyToChildren) {
     EXPECT_THAT(e.what(), ::testing::Not(HasSubstr("sk-factory-test")));
   }
   EXPECT_EQ(make_proposer(parse_config(llm, dir.path()), sink)->name().rfind("llm", 0), 0u);
+  unsetenv("ARD_FACTORY_TEST_KEY");
+}
+
+// Profiles make the swarm: one proposer per profile, each llm one with its own model.
+TEST(ProposerFactory, ProfilesMakeTheSwarmWithOneProposerEach) {
+  testing::TempDir dir;
+  NullSink sink;
+  setenv("ARD_FACTORY_TEST_KEY", "sk-factory-test", 1);
+  const Config c = parse_config(R"(
+[llm]
+provider = "openai"
+model = "base"
+api_key_env = "ARD_FACTORY_TEST_KEY"
+[[proposer.profile]]
+name = "arch"
+model = "big"
+addendum = "Architecture changes only."
+[[proposer.profile]]
+name = "cheap"
+kind = "offline"
+)", dir.path());
+  const auto proposer = make_proposer(c, sink);
+  auto* swarm = dynamic_cast<SwarmProposer*>(proposer.get());
+  ASSERT_NE(swarm, nullptr);
+  EXPECT_EQ(swarm->name(), "swarm(arch, cheap)");
+  EXPECT_THAT(swarm->member_name(0), HasSubstr("big"));
+  EXPECT_EQ(swarm->member_name(1), "offline");
+  EXPECT_EQ(swarm->profiles()[0].addendum, "Architecture changes only.");
   unsetenv("ARD_FACTORY_TEST_KEY");
 }
 

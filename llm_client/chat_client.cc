@@ -49,12 +49,13 @@ void sleep_seconds(double seconds, const std::atomic<bool>* cancel) {
 }
 
 ChatClient::ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper, uint64_t jitter_seed, Spend spent,
-                       LogLine log, Clock clock)
+                       LogLine log, Clock clock, std::shared_ptr<SpendCap> cap)
     : config_(std::move(config)),
       sink_(sink),
       sleeper_(std::move(sleeper)),
       rng_(jitter_seed ? jitter_seed : std::random_device{}()),
-      cap_(config_.max_cost_usd, config_.max_calls_per_hour, std::move(spent)),
+      cap_(cap ? std::move(cap)
+               : std::make_shared<SpendCap>(config_.max_cost_usd, config_.max_calls_per_hour, std::move(spent))),
       log_(std::move(log)),
       clock_(clock ? std::move(clock) : Clock(unix_now)) {
   if (!config_.api_key_env.empty()) {
@@ -81,7 +82,7 @@ double ChatClient::backoff(int retry) {
 
 std::optional<CapReached> ChatClient::cap_reached() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return cap_.check(clock_());
+  return cap_->check(clock_());
 }
 
 ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id, int attempt,
@@ -107,12 +108,11 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
                          " (Retry-After); no call until then";
         return result;
       }
-      if (auto cap = cap_.check(now)) {
+      if (auto cap = cap_->start_call(now)) {
         result.capped = cap;
         result.message = cap->reason;
         return result;
       }
-      cap_.start_call(now);
     }
     // Recorded before it is sent: a daemon killed during the call leaves a row the caps count.
     CallRecord rec;
@@ -151,7 +151,7 @@ ChatResult ChatClient::ask(const Conversation& conversation, long experiment_id,
     int non_answers;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      cap_.add_cost(cost);
+      cap_->add_cost(cost);
       if (answered) non_answers_ = 0;
       else if (is_non_answer(o.error)) ++non_answers_;
       non_answers = non_answers_;

@@ -82,8 +82,10 @@ class ChatClient {
   /// jitter sequence for tests.
   /// spent: the tag's spend so far (the caps start from it).
   /// clock: the caps' and Retry-After's time (unix_now when empty).
+  /// cap: the caps this client shares with others (a swarm's profiles); null:
+  /// caps of its own, from config and spent.
   ChatClient(LlmConfig config, CallSink* sink, Sleeper sleeper = sleep_seconds, uint64_t jitter_seed = 0,
-             Spend spent = {}, LogLine log = {}, Clock clock = {});
+             Spend spent = {}, LogLine log = {}, Clock clock = {}, std::shared_ptr<SpendCap> cap = nullptr);
 
   /// Asks; experiment_id and attempt label the call records. cancel may be
   /// null. Safe to call from several threads at once.
@@ -104,9 +106,9 @@ class ChatClient {
   std::string api_key_;
   CallSink* sink_;
   Sleeper sleeper_;
-  mutable std::mutex mutex_;  ///< guards rng_, cap_, last_logged_: asks run on several threads at once
+  mutable std::mutex mutex_;  ///< guards rng_, last_logged_: asks run on several threads at once
   std::mt19937_64 rng_;
-  SpendCap cap_;
+  std::shared_ptr<SpendCap> cap_;
   LogLine log_;
   Clock clock_;
   std::string last_logged_;  ///< the last failure logged without a retry (guarded by mutex_)

@@ -24,8 +24,8 @@ constexpr long kMinLimit = 1000;
 }  // namespace
 
 LlmProposer::LlmProposer(LlmConfig config, PathPolicy policy, CallSink* sink, Sleeper sleeper, Spend spent,
-                         std::unique_ptr<ard::Proposer> on_cap, LogLine log)
-    : client_(std::move(config), sink, std::move(sleeper), 0, std::move(spent), log),
+                         std::unique_ptr<ard::Proposer> on_cap, LogLine log, std::shared_ptr<SpendCap> cap)
+    : client_(std::move(config), sink, std::move(sleeper), 0, std::move(spent), log, {}, std::move(cap)),
       policy_(std::move(policy)),
       on_cap_(std::move(on_cap)),
       sink_(sink),

@@ -33,8 +33,10 @@ class LlmProposer : public ard::Proposer {
   /// Throws MissingKeyError when the key's variable is unset. spent: the
   /// tag's spend so far. on_cap: proposes instead while a cap is reached;
   /// null pauses. log: one line per failed call and retry.
+  /// cap: the spending caps shared with the other profiles of a swarm; null: its own.
   LlmProposer(LlmConfig config, PathPolicy policy, CallSink* sink, Sleeper sleeper = sleep_seconds, Spend spent = {},
-              std::unique_ptr<ard::Proposer> on_cap = nullptr, LogLine log = {});
+              std::unique_ptr<ard::Proposer> on_cap = nullptr, LogLine log = {},
+              std::shared_ptr<SpendCap> cap = nullptr);
 
   std::string name() const override;
   ard::ProposalResult propose(const ard::ProposalContext& context) override;

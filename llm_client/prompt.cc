@@ -368,6 +368,8 @@ Prompt build_prompt(const ard::ProposalContext& c, const LlmConfig& config, long
   if (!c.idea.empty())
     u += "\n# The researcher's idea to try now\n\n" + c.idea +
          "\n\nPut this idea into practice in this experiment; the DESCRIPTION says how.\n";
+  // A profile's focus: where this proposer looks (the other profiles look elsewhere).
+  if (!c.focus.empty()) u += "\n# Your focus\n\n" + c.focus + "\n";
   // 5. history, 6. failure: within their allowances and what is left.
   long left = limit - plan.reads - system - estimate_tokens(u) - kAskTokens;
   // The experiments in flight share the history's allowance, a quarter of it at most.

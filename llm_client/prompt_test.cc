@@ -106,6 +106,26 @@ TEST(Prompt, AResearchersIdeaComesBeforeTheHistory) {
   EXPECT_EQ(build_prompt(c, cfg).conversation.messages[0].content.find("idea to try"), std::string::npos);
 }
 
+// A profile's focus is its own section, before the history, after the stable
+// prefix: the profiles share the cached prefix.
+TEST(Prompt, AProfilesFocusComesBeforeTheHistoryAfterTheStablePrefix) {
+  ard::ProposalContext c;
+  c.experiment_id = 5;
+  c.history = {entry(1, 1.0, "kept", "baseline")};
+  LlmConfig cfg;
+  cfg.history_tokens = 1000;
+  const Conversation plain = build_prompt(c, cfg).conversation;
+  c.focus = "Architecture changes only.";
+  const Conversation conv = build_prompt(c, cfg).conversation;
+  const std::string& u = conv.messages[0].content;
+  const size_t focus = u.find("# Your focus\n\nArchitecture changes only.\n");
+  ASSERT_NE(focus, std::string::npos);
+  EXPECT_LT(focus, u.find("# Past experiments"));
+  EXPECT_GE(focus, conv.messages[0].cache_prefix);
+  EXPECT_EQ(conv.messages[0].cache_prefix, plain.messages[0].cache_prefix);
+  EXPECT_EQ(plain.messages[0].content.find("# Your focus"), std::string::npos);
+}
+
 // What was tried where follows the history, before the failure, after the stable prefix.
 TEST(Prompt, TriedBeforeFollowsTheHistoryWithCountsRecordsAndTotals) {
   ard::ProposalContext c;

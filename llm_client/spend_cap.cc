@@ -17,6 +17,28 @@ SpendCap::SpendCap(std::optional<double> max_cost_usd, int max_calls_per_hour, S
 }
 
 std::optional<CapReached> SpendCap::check(double now) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return check_locked(now);
+}
+
+std::optional<CapReached> SpendCap::start_call(double now) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto cap = check_locked(now)) return cap;
+  call_times_.push_back(now);
+  return std::nullopt;
+}
+
+void SpendCap::add_cost(double cost_usd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cost_usd_ += cost_usd;
+}
+
+double SpendCap::cost_usd() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cost_usd_;
+}
+
+std::optional<CapReached> SpendCap::check_locked(double now) const {
   if (max_cost_usd_ && cost_usd_ >= *max_cost_usd_) {
     char reason[96];
     std::snprintf(reason, sizeof reason, "LLM cost cap $%.2f reached", *max_cost_usd_);

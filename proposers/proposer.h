@@ -13,6 +13,7 @@
 #include <string>
 
 #include "proposers/metric_goal.h"
+#include "proposers/profiles.h"
 #include <vector>
 
 namespace ard {
@@ -83,6 +84,10 @@ struct ProposalContext {
   /// into practice; "" when none is queued. Proposers that cannot read it
   /// (scripted, offline) ignore it.
   std::string idea;
+  /// The profile this proposal is drawn for (profiles.h; "" : no profiles),
+  /// and its focus, the addendum the prompt carries ("" : none).
+  std::string profile;
+  std::string focus;
   /// What was tried before in each region of the editable files, from the
   /// history's diffs and decisions. Proposers that cannot read it (scripted,
   /// offline) ignore it.
@@ -167,6 +172,11 @@ class Proposer {
   /// that would ignore the failure would spend its next ideas on the broken
   /// files instead, and lose them as further build failures.
   virtual bool fixes_builds() const { return false; }
+  /// The profiles a proposal is drawn for (the swarm's, swarm_proposer.h);
+  /// empty for a proposer of one kind.
+  virtual std::vector<ProfileSpec> profiles() const { return {}; }
+  /// The name of the proposer that answers for profile (the experiment's proposer).
+  virtual std::string proposer_of(const std::string& profile) const { return name(); }
 };
 
 }  // namespace ard

@@ -2,6 +2,8 @@
 #include "daemon/cli/report.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -263,6 +265,25 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
         if (auto e = store.experiment(*t.experiment)) outcome = "#" + std::to_string(e->id) + " " + e->state;
       os << "  " << t.id << "  " << format_time(t.created_at).substr(0, 16) << "  " << short_commit(t.commit) << "  "
          << outcome << "  " << clean(t.description) << "\n";
+    }
+  }
+
+  // The swarm: what each proposer profile proposed, kept and cost.
+  std::map<std::string, std::array<double, 4>> by_profile;  // proposals, keeps, duplicates, cost
+  for (const auto& r : rows)
+    if (!r.profile.empty()) {
+      auto& p = by_profile[r.profile];
+      p[0] += 1;
+      p[1] += r.state == "kept";
+      p[2] += r.state == "duplicate";
+      for (const auto& call : store.llm_calls(r.id)) p[3] += call.cost_usd;
+    }
+  if (!by_profile.empty()) {
+    os << "profiles (proposer.profile):  proposals  keeps  duplicates  cost\n";
+    for (const auto& [name, p] : by_profile) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-26s  %9.0f  %5.0f  %10.0f  $%.2f\n", name.c_str(), p[0], p[1], p[2], p[3]);
+      os << line;
     }
   }
 

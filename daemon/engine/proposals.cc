@@ -26,7 +26,33 @@ Proposals::Proposals(boost::asio::io_context& io, const Config& config, Store& s
       editable_(config.editable),
       mailbox_(std::make_shared<Mailbox>(io)),
       cancel_(std::make_shared<std::atomic<bool>>(false)),
-      inside_(std::make_shared<std::atomic<int>>(0)) {}
+      inside_(std::make_shared<std::atomic<int>>(0)),
+      profiles_(proposer.profiles()) {
+  std::vector<double> weights;
+  for (const auto& p : profiles_) weights.push_back(p.weight);
+  if (!weights.empty()) draw_.emplace(std::move(weights));
+}
+
+size_t Proposals::draw_profile() {
+  if (config_.profiles_settings.adapt) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < profiles_.size(); ++i) index[profiles_[i].name] = i;
+    std::vector<ProfileRecord> records(profiles_.size());
+    std::map<int64_t, size_t> of_experiment;
+    for (const auto& r : store_.experiments(config_.tag))
+      if (auto it = index.find(r.profile); it != index.end()) {
+        of_experiment[r.id] = it->second;
+        if (r.state == status::kKept) ++records[it->second].keeps;
+      }
+    for (const auto& t : store_.trials(config_.tag))
+      if (auto it = of_experiment.find(t.experiment_id); it != of_experiment.end())
+        records[it->second].gpu_seconds += t.training_seconds.value_or(0);
+    std::vector<double> base;
+    for (const auto& p : profiles_) base.push_back(p.weight);
+    draw_->set_weights(adapted_shares(base, records, config_.profiles_settings.floor));
+  }
+  return draw_->next();
+}
 
 Proposals::~Proposals() { mailbox_->close(); }
 
@@ -37,6 +63,7 @@ int64_t Proposals::ask(const AskContext& a) {
     fix = std::move(fixes_.front());
     fixes_.pop_front();
   }
+  std::string profile;
   std::optional<TryRow> attempt;
   if (!fix)
     for (const TryRow& t : store_.tries(config_.tag))
@@ -52,13 +79,18 @@ int64_t Proposals::ask(const AskContext& a) {
     asked_again_.erase(asked_again_.begin());
     store_.set_program(id, hash);
     store_.restart_clock(id);  // the wait for the provider is no part of its duration
+    if (auto row = store_.experiment(id)) profile = row->profile;  // it keeps the profile it was drawn for
   } else {
-    id = store_.create_experiment(config_.tag, false, a.parent, hash, proposer_.name(),
+    if (draw_) profile = profiles_[draw_profile()].name;
+    id = store_.create_experiment(config_.tag, false, a.parent, hash,
+                                  profile.empty() ? proposer_.name() : proposer_.proposer_of(profile),
                                   fix ? std::optional<int64_t>(fix->of) : std::nullopt);
+    if (!profile.empty()) store_.set_profile(id, profile);
   }
   Row& row = rows_[id];
   row.fix = fix;
   row.attempt = attempt;
+  row.profile = profile;
   row.parent = attempt ? attempt->parent : a.parent;
   row.running = true;
   ++running_;
@@ -81,6 +113,9 @@ int64_t Proposals::ask(const AskContext& a) {
   ctx.goal = config_.goal;
   ctx.noise_note = a.noise_note;
   ctx.last_failure = a.last_failure;
+  ctx.profile = profile;
+  for (const auto& p : profiles_)
+    if (p.name == profile) ctx.focus = p.addendum;
   propose_on_thread(proposer_, std::move(ctx), cancel_, inside_, mailbox_,
                     [this, id](ProposalResult r) { answered(id, std::move(r)); });
   return id;

@@ -126,6 +126,7 @@ class Proposals {
  private:
   struct Row {
     std::optional<FixOwed> fix;
+    std::string profile;  ///< the proposer profile drawn for it ("" : no profiles)
     std::optional<TryRow> attempt;  ///< a researcher's commit, taken as this row's proposal
     std::string parent;
     bool running = false;  ///< its thread's answer is awaited
@@ -139,6 +140,9 @@ class Proposals {
   std::string idea_for(int64_t id);
   /// Deletes a row with no proposal and no LLM call (Store::delete_if_empty), logged with when.
   bool drop_empty_row(int64_t id, const std::string& when);
+  /// The next profile (its index in profiles_); with profiles.adapt, drawn by the
+  /// shares the records so far give (adapted_shares).
+  size_t draw_profile();
 
   const Config& config_;
   Store& store_;
@@ -153,6 +157,8 @@ class Proposals {
   std::map<int64_t, Row> rows_;
   std::deque<FixOwed> fixes_;
   std::vector<int64_t> asked_again_;  ///< rows whose proposer asked for a wait, oldest first
+  std::vector<ProfileSpec> profiles_;  ///< the proposer's profiles; empty: none
+  std::optional<ProfileDraw> draw_;
   int running_ = 0;
   bool cancelled_ = false;
   std::shared_ptr<Mailbox> mailbox_;

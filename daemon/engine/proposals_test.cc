@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "daemon/store/experiment_state.h"
+#include "proposers/swarm_proposer.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -206,6 +207,52 @@ TEST_F(ProposalsTest, ATryIsTakenBeforeAnyProposerWithItsOwnCommitAndParent) {
   EXPECT_EQ(refused.final_status, status::kPatchRejected);
   EXPECT_THAT(refused.error, HasSubstr("it changes trainer/harness/eval.h, which the daemon may not edit"));
   EXPECT_TRUE(proposer.told.empty());  // no proposer was asked
+}
+
+/// Answers every ask with a new line of its own, and remembers the profile and focus it was told.
+class EchoProposer : public Proposer {
+ public:
+  explicit EchoProposer(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  ProposalResult propose(const ProposalContext& ctx) override {
+    told.push_back(ctx.profile + "|" + ctx.focus);
+    ProposalResult r;
+    r.proposal = Proposal{name_ + " " + std::to_string(ctx.experiment_id),
+                          {{"trainer/train.cu", "lr 10" + std::to_string(ctx.experiment_id) + "\n#\n#\n#\n#\n#\n#\ndepth 8\n"}},
+                          {}};
+    return r;
+  }
+  std::vector<std::string> told;
+
+ private:
+  std::string name_;
+};
+
+// With profiles each new row is drawn by weight (2:1 here), records its profile and
+// its profile's proposer, and its proposer is told the profile's focus.
+TEST_F(ProposalsTest, ProfilesAreDrawnByWeightRecordedAndToldTheirFocus) {
+  std::vector<SwarmProposer::Member> members;
+  auto arch = std::make_unique<EchoProposer>("llm:arch-model");
+  auto optim = std::make_unique<EchoProposer>("offline");
+  EchoProposer* arch_seen = arch.get();
+  EchoProposer* optim_seen = optim.get();
+  members.push_back({{"arch", 2, "Architecture changes only."}, std::move(arch)});
+  members.push_back({{"optim", 1, ""}, std::move(optim)});
+  SwarmProposer swarm(std::move(members));
+  proposals = std::make_unique<Proposals>(io, config, store, swarm, log,
+                                          [this](const ProposalOutcome& o) { outcomes.push_back(o); }, [] {});
+  proposals->open(*repo);
+  std::vector<std::string> drawn;
+  for (int k = 0; k < 6; ++k) {
+    const ProposalOutcome o = ask_one();
+    ASSERT_EQ(o.kind, Kind::kCommitted) << o.error;
+    const auto row = store.experiment(o.experiment);
+    drawn.push_back(row->profile);
+    EXPECT_EQ(row->proposer, row->profile == "arch" ? "llm:arch-model" : "offline");
+  }
+  EXPECT_EQ(drawn, (std::vector<std::string>{"arch", "optim", "arch", "arch", "optim", "arch"}));
+  EXPECT_EQ(arch_seen->told.at(0), "arch|Architecture changes only.");
+  EXPECT_EQ(optim_seen->told.at(0), "optim|");
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kExperimentColumns =
     "id, tag, is_baseline, parent_commit, commit_hash, description, program_hash, proposer, fix_of, "
     "state, stage, stage_started_at, stage_deadline, stage_expected, pgid, val_bpb, peak_vram_mb, "
-    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start, resumes, idea_id, decision";
+    "training_seconds, summary_json, diff, error, log_tail, started_at, ended_at, gpu, reapplied_from, pgid_start, resumes, idea_id, decision, profile";
 
 ExperimentRow read_experiment(const Statement& s) {
   ExperimentRow r;
@@ -48,6 +48,7 @@ ExperimentRow read_experiment(const Statement& s) {
   r.pgid_start = s.opt_integer(26);
   r.resumes = static_cast<int>(s.integer(27));
   r.idea_id = s.opt_integer(28);
+  r.profile = s.text(30);
   r.decision = s.text(29);
   return r;
 }
@@ -386,6 +387,10 @@ std::vector<IdeaRow> Store::ideas(const std::string& tag) {
     while (e.step()) idea.experiments.push_back({e.integer(0), e.text(1), !e.text(2).empty()});
   }
   return out;
+}
+
+void Store::set_profile(int64_t experiment, const std::string& profile) {
+  db_.prepare("UPDATE experiments SET profile=? WHERE id=?").bind(1, profile).bind(2, experiment).run();
 }
 
 void Store::set_experiment_idea(int64_t experiment, int64_t idea) {

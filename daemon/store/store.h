@@ -63,6 +63,7 @@ struct ExperimentRow {
   int resumes = 0;             ///< times it was run again after a stop or restart interrupted it (resume.h)
   std::optional<int64_t> idea_id;  ///< the researcher's idea it was asked to try (ideas)
   std::string decision;            ///< the keep rule's reason line; empty before a decision
+  std::string profile;             ///< the proposer profile it was drawn for; '' without profiles
 };
 
 /// A commit a researcher put forward (`autoresearchd try REV`).
@@ -309,6 +310,8 @@ class Store : public llm::CallSink {
   int64_t add_idea(const std::string& tag, const std::string& text, const std::string& source);
   /// Tag's ideas, oldest first, each with its experiments.
   std::vector<IdeaRow> ideas(const std::string& tag);
+  /// The proposer profile experiment was drawn for.
+  void set_profile(int64_t experiment, const std::string& profile);
   /// Links an experiment to the idea it is asked to try.
   void set_experiment_idea(int64_t experiment, int64_t idea);
   /// An interrupted experiment is taken up again (resume.h): back to

@@ -144,5 +144,37 @@ TEST_F(ExampleE2E, AsShippedTheOfflineProposersDecisionsFollowGoalMax) {
   EXPECT_GT(compared, 0) << "no decision compared a candidate with the incumbent";
 }
 
+// The swarm end to end: two offline profiles, drawn 2:1, each experiment
+// recorded with its profile, and status's table of what each proposed and kept.
+TEST_F(ExampleE2E, TwoProfilesShareTheNightByWeightAndStatusShowsEach) {
+  make_repo("", R"(
+[[proposer.profile]]
+name = "bold"
+weight = 2
+[[proposer.profile]]
+name = "careful"
+weight = 1
+)");
+  auto rows = run_until_finished(7, 240);
+  ASSERT_GE(testing::finished(rows), 7u) << read_file(dir / "daemon.out");
+  int bold = 0, careful = 0;
+  for (const auto& r : rows) {
+    if (r.is_baseline) {
+      EXPECT_EQ(r.profile, "");
+      continue;
+    }
+    EXPECT_EQ(r.proposer, "offline");
+    bold += r.profile == "bold";
+    careful += r.profile == "careful";
+  }
+  EXPECT_GE(bold, 2 * careful - 1);  // the draw follows the weights to within one proposal
+  EXPECT_LE(bold, 2 * careful + 2);
+  EXPECT_GE(careful, 1);
+  const std::string status = daemon("status").out;
+  EXPECT_THAT(status, ::testing::HasSubstr("profiles (proposer.profile):  proposals  keeps  duplicates  cost"));
+  EXPECT_THAT(status, ::testing::HasSubstr("  bold "));
+  EXPECT_THAT(status, ::testing::HasSubstr("  careful "));
+}
+
 }  // namespace
 }  // namespace ard
