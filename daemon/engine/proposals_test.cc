@@ -255,5 +255,38 @@ TEST_F(ProposalsTest, ProfilesAreDrawnByWeightRecordedAndToldTheirFocus) {
   EXPECT_EQ(optim_seen->told.at(0), "optim|");
 }
 
+// With profiles.adapt the draw follows the keeps per GPU-hour each profile earned:
+// 8 keeps in 4 GPU-hours against none in 4 give shares 0.9 and 0.1 (equal weights, no
+// floor), so nine of ten new rows go to the first; without adapt they would split 5:5.
+TEST_F(ProposalsTest, AdaptedProfilesDrawTowardTheOneWithMoreKeepsPerGpuHour) {
+  for (const std::string name : {"keeper", "idle"}) {
+    const int64_t spent = store.create_experiment("t", false, base, "", "offline", std::nullopt);
+    store.set_profile(spent, name);
+    store.end_trial(store.begin_trial(spent, "t", "0", "candidate", base), "ok", 4 * 3600.0, 1.0, "{}");
+    store.finish(spent, status::kDiscarded, "", "");
+  }
+  for (int k = 0; k < 8; ++k) {
+    const int64_t kept = store.create_experiment("t", false, base, "", "offline", std::nullopt);
+    store.set_profile(kept, "keeper");
+    store.finish(kept, status::kKept, "", "");
+  }
+  std::vector<SwarmProposer::Member> members;
+  members.push_back({{"keeper", 1, ""}, std::make_unique<EchoProposer>("offline")});
+  members.push_back({{"idle", 1, ""}, std::make_unique<EchoProposer>("offline")});
+  SwarmProposer swarm(std::move(members));
+  config.profiles_settings.adapt = true;
+  config.profiles_settings.floor = 0;
+  proposals = std::make_unique<Proposals>(io, config, store, swarm, log,
+                                          [this](const ProposalOutcome& o) { outcomes.push_back(o); }, [] {});
+  proposals->open(*repo);
+  int keeper = 0;
+  for (int k = 0; k < 10; ++k) {
+    const ProposalOutcome o = ask_one();
+    ASSERT_EQ(o.kind, Kind::kCommitted) << o.error;
+    keeper += store.experiment(o.experiment)->profile == "keeper";
+  }
+  EXPECT_EQ(keeper, 9);
+}
+
 }  // namespace
 }  // namespace ard
