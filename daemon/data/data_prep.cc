@@ -104,11 +104,13 @@ std::string prepare_data(const Config& config, const std::filesystem::path& work
   return dir;
 }
 
-void prepare_data_on_thread(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
-                            Log& log, Store& store, StopFlag* stop,
-                            std::function<void(std::function<void()>)> post,
-                            std::function<void(const std::string& dir, const std::string& error)> done) {
-  std::thread([&config, worktree, &state, &log, &store, stop, post = std::move(post), done = std::move(done)] {
+void DataStep::start(const Config& config, const std::filesystem::path& worktree, const StateDir& state, Log& log,
+                     Store& store, std::function<void(std::function<void()>)> post,
+                     std::function<void(const std::string& dir, const std::string& error)> done) {
+  running_ = true;
+  stop_ = std::make_unique<StopFlag>();
+  std::thread([this, &config, worktree, &state, &log, &store, stop = stop_.get(), post = std::move(post),
+               done = std::move(done)] {
     std::string dir, error;
     try {
       PosixProcessRunner runner(stop);
@@ -116,8 +118,15 @@ void prepare_data_on_thread(const Config& config, const std::filesystem::path& w
     } catch (const std::exception& e) {
       error = e.what();
     }
-    post([done, dir, error] { done(dir, error); });
+    post([this, done, dir, error] {
+      running_ = false;
+      done(dir, error);
+    });
   }).detach();
+}
+
+void DataStep::stop() {
+  if (stop_) stop_->request();
 }
 
 }  // namespace ard

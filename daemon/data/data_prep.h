@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "daemon/config.h"
@@ -25,13 +26,25 @@ std::string prepare_command(const Config& config);
 std::string prepare_data(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
                          ProcessRunner& runner, Log& log, Store* store = nullptr);
 
-/// prepare_data on a thread of its own, its children ended by stop; then
-/// done(dir, error) is handed to post (which runs it on the caller's loop).
-/// error: what the step threw, "" when it succeeded. The store records the
-/// groups from that thread (its connection is in SQLite's serialized mode).
-void prepare_data_on_thread(const Config& config, const std::filesystem::path& worktree, const StateDir& state,
-                            Log& log, Store& store, StopFlag* stop,
-                            std::function<void(std::function<void()>)> post,
-                            std::function<void(const std::string& dir, const std::string& error)> done);
+/// The data step of a start as the loop sees it: prepare_data on a thread of
+/// its own, running until its end is handed back, and stoppable.
+class DataStep {
+ public:
+  /// Starts prepare_data on a thread (once); then done(dir, error) is handed to post
+  /// (which runs it on the caller's loop). error: what the step threw, "" when
+  /// it succeeded. The store records the groups from that thread (its
+  /// connection is in SQLite's serialized mode).
+  void start(const Config& config, const std::filesystem::path& worktree, const StateDir& state, Log& log,
+             Store& store, std::function<void(std::function<void()>)> post,
+             std::function<void(const std::string& dir, const std::string& error)> done);
+  /// Ends its children; its end (an error) is handed back soon after.
+  void stop();
+  /// Started, and its end not handed back yet.
+  bool running() const { return running_; }
+
+ private:
+  std::unique_ptr<StopFlag> stop_;
+  bool running_ = false;
+};
 
 }  // namespace ard

@@ -122,17 +122,17 @@ TEST_F(DataPrepTest, FailuresCarryPreparesOwnErrorLine) {
 
 // On a thread of its own, the step's end comes back through post (to run on
 // the caller's loop): its data directory, or the error that stopped it.
-TEST_F(DataPrepTest, OnAThreadItsEndIsPostedBack) {
+TEST_F(DataPrepTest, OnAThreadItsEndIsPostedBackAndItRunsUntilThen) {
   Store store((dir / "results.db").string());
-  StopFlag stop;
-  // Runs the step on its thread, waits for its post, and runs what was posted here.
+  // Runs a step on its thread, waits for its post, and runs what was posted here.
   auto run = [&] {
+    DataStep step;
     std::mutex mutex;
     std::condition_variable cv;
     std::function<void()> posted;
     std::pair<std::string, std::string> end;
-    prepare_data_on_thread(
-        config, worktree, state, log, store, &stop,
+    step.start(
+        config, worktree, state, log, store,
         [&](std::function<void()> f) {
           std::lock_guard<std::mutex> lock(mutex);
           posted = std::move(f);
@@ -141,7 +141,9 @@ TEST_F(DataPrepTest, OnAThreadItsEndIsPostedBack) {
         [&](const std::string& d, const std::string& e) { end = {d, e}; });
     std::unique_lock<std::mutex> lock(mutex);
     cv.wait(lock, [&] { return static_cast<bool>(posted); });
+    EXPECT_TRUE(step.running());  // until its end is handed back on the caller's loop
     posted();
+    EXPECT_FALSE(step.running());
     return end;
   };
   write_prepare("echo 'data_dir: /d'\n");

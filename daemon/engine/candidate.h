@@ -7,10 +7,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "daemon/config.h"
 #include "daemon/engine/run_record.h"
+#include "proposers/proposer.h"
 
 namespace ard {
 
@@ -51,5 +55,31 @@ struct Candidate {
   int confirmations = 0;    ///< runs of the candidate after its first (on this commit)
   std::optional<RunRecord> record;  ///< the store's record of its run in progress (or last run)
 };
+
+/// The experiments among candidates as the next proposal is told of them
+/// (neither the baseline nor a repeat run): committed, running or measured.
+std::vector<HistoryEntry> in_flight_history(const std::map<int64_t, Candidate>& candidates);
+
+/// What runs among candidates, as a stop names what it waits for: "#7's
+/// build", "#8's stage train" (Candidate::stage indexes stages). jobs: the
+/// stages run as Slurm jobs, waited for as one, so only builds are named.
+std::vector<std::string> running_work(const std::map<int64_t, Candidate>& candidates,
+                                      const std::vector<StageConfig>& stages, bool jobs);
+
+/// The candidates' keys, oldest first: a loop that may erase some goes over these.
+std::vector<int64_t> keys_of(const std::map<int64_t, Candidate>& candidates);
+
+/// The committed candidates, in the order their builds start: repeat runs
+/// first, then in order of creation.
+std::vector<int64_t> build_order(const std::map<int64_t, Candidate>& candidates);
+
+/// The key of the built candidate that a free worker on gpu trains next, 0 for
+/// none. Repeat runs first, then in order of creation; a pinned run trains on
+/// its GPU only; while a round holds (round_holds) only repeats and the
+/// baseline train. A GPU that a pinned run (the baseline, a round's run, a
+/// confirmation) is being built for or waits for is kept for it: were a
+/// candidate built sooner to take it, the pinned run would wait behind it
+/// while another GPU idles.
+int64_t next_to_train(const std::map<int64_t, Candidate>& candidates, const std::string& gpu, bool round_holds);
 
 }  // namespace ard

@@ -1,29 +1,15 @@
 // The research engine: one Boost.Asio io_context owns the daemon's state and
-// keeps every GPU training.
+// keeps every GPU training, one candidate per GPU at a time. Candidates are
+// proposed ahead of need (`lookahead` per GPU, proposals.h), committed under
+// refs/autoresearch/<tag>/exp/<id>, built in worktree slots of their own
+// (workspace.h) while others train, then trained on the first free GPU.
 //
-// One worker per GPU trains one candidate at a time. Candidates are proposed
-// ahead of need (`lookahead` per GPU) by the proposal side (proposals.h), each
-// on a thread of its own whose outcome is posted back to the loop; committed in the object database under
-// refs/autoresearch/<tag>/exp/<id> (no checkout needed); built in a worktree
-// slot of their own while other candidates train (at most `max_builds` at
-// once); then trained on the first free GPU. So the LLM call and the build of
-// candidate k+1 overlap the training of candidate k.
-//
-// autoresearch/<tag> is the chain of kept commits: a candidate is kept only
-// when its parent is the best of the moment and it beats it. A candidate made
-// against an older best that beats the current best has its change re-applied
-// onto the current best (a cherry-pick), and that combination is evaluated
-// and must win in turn; a change that does not re-apply is a `conflict`, and
-// its stale diff goes back to the proposer.
-//
-// What happens to a measured candidate (keep, discard, confirm, re-apply,
-// wait) is the judge's ruling (judge.h), a pure function of the evidence the
-// engine reads from its state and the store; the engine applies it.
-//
-// The engine schedules; what it schedules with are values from its neighbours:
-// proposal outcomes (proposals.h: a commit, an experiment ended before any
-// build, a wait), worktree slots (slots.h), a run's steps (run_plan.h) and
-// the repeat runs of the best (repeat_plan.h).
+// autoresearch/<tag> is the chain of kept commits. What happens to a measured
+// candidate (keep, discard, confirm, re-apply onto a newer best, wait) is the
+// judge's ruling (judge.h), a pure function of the evidence; the engine
+// applies it. The engine schedules; what it schedules with are values from
+// its neighbours: proposal outcomes, slots, a run's steps (run_plan.h), the
+// repeat runs of the best (repeat_plan.h), and each run's one RunEnd.
 //
 // A candidate's phases (Candidate::phase, candidate.h; a candidate that ends,
 // kept or failed, is erased at once, its worker and slot freed):
@@ -39,7 +25,7 @@
 //   kBuilding   kBuilt      the build succeeded (on_run_end)
 //   kBuilding   kCommitted  a fault of the machine: built again once it clears (rerun)
 //   kBuilding   (erased)    build_fail (a fix is owed), tampered
-//   kBuilt      kTraining   a worker is free and may train it (start_trainings, may_train)
+//   kBuilt      kTraining   a worker is free and may train it (start_trainings, next_to_train)
 //   kTraining   kCommitted  a fault of the machine: built and run again once it clears (rerun)
 //   kTraining   (erased)    crash, timeout, tampered, interrupted; a repeat's run ended (end_repeat)
 //   kTraining   ...         measured (Engine::measured): the judge's ruling (decide):
@@ -51,23 +37,18 @@
 //                           confirm and remeasure go to kCommitted (its slot was released)
 //   any         (erased)    the daemon stops: interrupted (maybe_finish_stop); a fault of the machine
 //                           that follows one experiment every time: crash (rerun)
-//   (interrupted) kCommitted  the next start takes it up again (resume.h, resume_interrupted), or
+//   (interrupted) kCommitted  the next start takes it up again (restart.h take_up, in begin), or
 //                 ...         with finished runs, the judge's ruling as from kTraining
 //
-// Builds and stages run through an Executor (executor.h): the engine hands it
-// a Run and gets one RunEnd back; the local executor's children are
-// Boost.Process v2 processes whose exits arrive as events; timers are
-// steady_timers; SIGTERM and SIGINT arrive
-// through a signal_set. Every state change is written to the store before
-// the next step, and a branch moves only after the store says why, so a
-// daemon killed anywhere restarts into a consistent state.
+// Builds and stages run through an Executor (executor.h): a Run in, one
+// RunEnd out. Every state change is written to the store before the next
+// step, and a branch moves only after the store says why, so a daemon killed
+// anywhere restarts into a consistent state.
 #pragma once
 
-#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,20 +56,15 @@
 #include <vector>
 
 #include "daemon/config.h"
-#include "daemon/decide/circuit_breaker.h"
-#include "daemon/decide/noise_rounds.h"
+#include "daemon/data/data_prep.h"
 #include "daemon/engine/candidate.h"
 #include "daemon/engine/executor.h"
-#include "daemon/engine/proposal_desk.h"
+#include "daemon/engine/fault_hold.h"
 #include "daemon/engine/proposals.h"
-#include "daemon/engine/resume.h"
-#include "daemon/engine/run.h"
-#include "daemon/engine/run_end.h"
-#include "daemon/engine/slots.h"
+#include "daemon/engine/repeat_plan.h"
+#include "daemon/engine/restart.h"
 #include "daemon/engine/store_watch.h"
-#include "daemon/engine/tag_base.h"
-#include "daemon/exec/fault_pause.h"
-#include "daemon/git_repo.h"
+#include "daemon/engine/workspace.h"
 #include "daemon/log.h"
 #include "daemon/store/state_dir.h"
 #include "daemon/store/store.h"
@@ -96,8 +72,6 @@
 #include "proposers/proposer.h"
 
 namespace ard {
-
-class SlurmClient;
 
 class Engine {
  public:
@@ -114,44 +88,31 @@ class Engine {
   /// without waiting for them).
   int run();
 
-  /// `start --rebase`, before run(): the tag's kept changes (the commits from
-  /// its base to its best) are re-applied, in order, onto the checkout's HEAD, which becomes
-  /// the tag's base; the result is measured as a new baseline and is the best
-  /// from then on. A change that does not apply stops the start, naming it,
-  /// with nothing moved. Without it, a HEAD with commits the tag lacks is one
-  /// `note:` line in the log.
+  /// `start --rebase`, before run(): the tag's kept changes are re-applied, in
+  /// order, onto the checkout's HEAD, which becomes the tag's base, measured
+  /// as a new baseline (rebase_onto_head, tag_base.h). Without it, a HEAD with
+  /// commits the tag lacks is one `note:` line in the log.
   void rebase_at_start() { rebase_ = true; }
 
  private:
   using Phase = CandidatePhase;  ///< candidate.h
-  struct Worker {
-    std::string gpu;  ///< CUDA device id, "" for a worker that sets no device
-    int64_t candidate = 0;  ///< the key of the candidate it trains; 0: free
-  };
-  using Slot = WorktreeSlot;  ///< slots.h
 
   // Start and stop.
-  void reconcile();
-  /// Checks out every slot; false when a stop came meanwhile (the loop is polled between checkouts).
-  bool open_slots();
-  void prepare_data_then_begin();
+  /// After the data step: the baseline if one is due, the start's noise round, the interrupted experiments taken up.
   void begin();
-  /// The experiments the last session left interrupted (resume.h) become
-  /// candidates again: committed, or measured and ruled on by the judge.
-  void resume_interrupted();
   void on_signal(int signal);
   void stop(const std::string& reason);
   void maybe_finish_stop();
   void fatal(const std::string& message);
-  /// Proposing waits until `until` (Unix seconds) for the reason given; the
-  /// reason is stored so that status shows it. An empty reason: proposing again.
+  /// Proposing waits until `until` (Unix seconds) for reason, which status
+  /// shows (show_pause); an empty reason: proposing again.
   void pause_proposals(const std::string& reason, double until);
+  void show_pause(const std::string& reason);
 
-  // The machine's faults (fault_pause.h): nothing starts while one is in force.
+  // The machine's faults (fault_hold.h): nothing starts while one is in force.
   /// Pauses everything; status shows the fault, a timer retries.
   void environment_fault(const EnvironmentFault& fault);
-  /// The experiment met a fault of the machine: it goes back to be built and
-  /// run again once the fault clears (its trial reads environment_error).
+  /// c met a fault of the machine: built and run again once it clears (its trial reads environment_error).
   void rerun(Candidate& c, const EnvironmentFault& fault);
   /// A handler was cut short by a fault (the store's): candidates left without
   /// a child or a proposal thread are put back, then everything pauses.
@@ -159,92 +120,58 @@ class Engine {
   /// False while the pause is in force; at its time, probes whether the fault cleared.
   bool environment_ready();
 
-  // The pipeline.
+  // The pipeline. Every handler ends in schedule_pump: one pump (or, while
+  // stopping, the check whether the stop is complete) after it returned.
   void pump();
-  /// Every handler ends here: one pump (or, while stopping, the check whether
-  /// the stop is complete) runs after the handler returned.
   void schedule_pump();
-  /// Reads program.md once; while it is readable, asks for proposals up to the
-  /// target (candidates and rows asked), each told what ask_context says.
+  /// Reads program.md once; while it is readable, asks for proposals up to the target.
   void request_proposals();
   AskContext ask_context(const std::string& program) const;
-  /// Applies what came of a proposal (proposals.h): a committed one becomes a candidate.
   void on_proposal(const ProposalOutcome& outcome);
   void start_builds();
   void start_build(Candidate& c, int slot);
   void start_trainings();
-  /// Hands c's stages, on its worker's GPU, to the executor (with executor = "slurm": as one
-  /// job, with slurm.build = "job" the build first).
+  /// c's stages on its worker's GPU (executor = "slurm": one job, with slurm.build = "job" the build first).
   void start_stages(Candidate& c);
-  /// What every Run of c has: its row, commit, slot, logs dir, last stage, end settings.
   Run run_of(const Candidate& c) const;
-  /// Starts run for c on executor (the store records each step, child group and job as the executor reports them).
+  /// Starts run for c on executor; the store records each step, child group and job as it reports them.
   void start_run(Candidate& c, const Run& run, Executor& executor);
   /// The executor's end of c's run: a build that passed makes c kBuilt, anything else goes to end_run.
   void on_run_end(int64_t key, bool build, const RunEnd& end);
-  /// The one place a run's end is applied, whichever executor ran it
-  /// (classify_end decided what it was): a fault of the machine runs it
-  /// again, a build failure owes a fix, a summary goes to the judge, anything
-  /// else finishes the experiment with its final status.
+  /// The one place a run's end is applied, whichever executor ran it: a fault
+  /// of the machine runs it again, a build failure owes a fix, a summary goes
+  /// to the judge, anything else ends the experiment with its final status.
   void end_run(Candidate& c, const RunEnd& end);
-  /// A run that measured the metric: its trial and metrics recorded, then decided.
   void measured(Candidate& c, const RunEnd& end);
-  /// Gathers the evidence on a measured candidate, asks the judge (judge.h)
-  /// and applies its ruling. value: the metric of the run just finished.
+  /// Asks the judge (judge.h) on c's evidence and applies its ruling. value: its last run's.
   void decide(Candidate& c, double value);
-  /// The judge's reapply: cherry-picks c's change onto the best, to be built
-  /// and measured again (a conflict ends it). value: its mean on the older best.
+  /// The judge's reapply: c's change onto the best, built and measured again. value: its mean on the older best.
   void reapply(Candidate& c, double value);
-  /// Cherry-picks c's change onto the best (c's commit, parent and store row
-  /// follow; why leads its log line). False: it conflicts, and c has ended as
-  /// a conflict (log_tail: its last run's).
+  /// Cherry-picks c's change onto the best (why leads its log line). False: it
+  /// conflicts, and c has ended as a conflict (log_tail: its last run's).
   bool move_onto_best(Candidate& c, const std::string& why, const std::string& log_tail);
-
-  // executor = "slurm" (slurm_run_executor.h): the stages as one Slurm job.
-  void open_slurm();
-  /// slurm.build = "job": the candidate is checked out and goes to training; its job builds it first.
+  /// slurm.build = "job": c is checked out and goes to training; its job builds it first.
   void built_in_job(Candidate& c);
 
   // Endings.
   void fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
             const std::string& failure_detail = "");
-  /// An experiment's end in the store, the breaker, what the next proposal
-  /// is told, and the log. True for a failed baseline (fail stops the daemon).
-  bool record_end(int64_t id, bool baseline, const std::string& final_status, const std::string& error,
-                  const std::string& log_tail, const std::string& failure_detail);
   void release(Candidate& c);
   void keep(Candidate& c, double value, const std::string& why);
 
-  // Noise rounds, confirmations and the incumbent's re-runs (noise_rounds.h, keep_rule.h).
-  void add_repeat(const std::string& purpose, const std::string& gpu, bool in_round);
+  // The repeat runs of the best (repeat_plan.h) and the decisions that wait for them.
   void start_round(bool hold, const std::string& reason);
   void maybe_start_round();
   void decide_deferred();
-  /// Re-runs of the best (after a keep) not finished yet.
-  bool incumbent_pending() const;
   void maybe_end_round();
   void top_up_incumbent();
   void end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps);
-  bool may_train(const Candidate& c, const Worker& w) const;
-  std::optional<NoiseEstimate> decision_noise(const std::vector<TrialRow>& trials) const;
 
-  // Helpers.
-  /// The sandbox of a child of slot (slot_sandbox).
-  std::vector<std::string> sandbox_wrapper(int slot, bool build, const std::string& command) const;
-  /// What in c's slot (slot_differences) and of its refs differs from what c runs; "" when nothing.
-  std::string tamper_check(const Candidate& c);
-  /// reset_slot (slots.h) of slot to commit. Returns "" or why it failed.
-  std::string reset_slot(int slot, const std::string& commit);
-  /// Points the branch back at the best and c's ref back at its commit, where a child moved them.
-  void restore_refs(const Candidate& c);
   std::filesystem::path log_path(const Candidate& c, const std::string& name) const;
-  std::string exp_ref(int64_t id) const;
-  /// The workers' GPU ids, in order.
-  std::vector<std::string> gpu_ids() const;
   /// Gives c the next key and adds it to candidates_.
   Candidate& add(Candidate c);
   Candidate* find(int64_t key);
-  void erase(int64_t key);
+  void erase(int64_t key) { candidates_.erase(key); }  ///< key by value: it may be the erased one's own
 
   boost::asio::io_context& io_;
   const Config& config_;
@@ -254,39 +181,27 @@ class Engine {
   Log& log_;
   EditablePaths editable_;
   std::vector<std::string> env_;
-  std::string branch_ref_;
+  Workspace workspace_;  ///< the user's checkout, the slots, the tag's refs
 
   boost::asio::signal_set signals_;
   boost::asio::steady_timer stop_deadline_;
-  boost::asio::steady_timer fault_timer_;
   StoreWatch store_watch_;
 
-  std::unique_ptr<GitRepo> repo_;  ///< the user's checkout (read only, but for info/exclude)
-  std::vector<Slot> slots_;
-  std::vector<Worker> workers_;
+  std::vector<std::string> gpus_;  ///< the workers' CUDA device ids ("" : a worker that sets no device)
+  std::vector<int64_t> training_;  ///< by worker: the key of the candidate it trains; 0: free
   std::map<int64_t, Candidate> candidates_;  ///< every run in flight, by key (so oldest first)
-  TagChain start_chain_;  ///< the tag's chain as reconcile found it (tag_base.h)
-  std::string best_commit_;
-  std::optional<double> best_val_;
+  StartPoint start_;  ///< what the start settled (restart.h): the tag's chain, the experiments to take up
+  BestRun best_;  ///< the best of the moment: the tip of autoresearch/<tag>
   bool baseline_pending_ = false;   ///< the baseline has not been measured yet
   std::vector<int64_t> deferred_;   ///< keys of measured candidates waiting for the baseline's value
-  std::vector<Resume> resumes_;     ///< planned by reconcile, taken up by begin (resume.h)
   std::string data_dir_;
   int64_t session_ = 0;
-  std::optional<Failure> last_failure_;
-  std::string last_wait_message_;
   std::string paused_;              ///< the pause status shows, '' when proposing
-  CircuitBreaker breaker_;
-  FaultPause fault_pause_;
+  FaultHold faults_;  ///< a fault of the machine in force: nothing starts
   int builds_running_ = 0;
-  std::unique_ptr<NoiseRounds> rounds_;
-  int64_t best_id_ = 0;        ///< the experiment of best_commit_
+  RepeatRuns repeats_;  ///< the noise rounds and the incumbent's re-runs (repeat_plan.h)
   int64_t next_key_ = 0;       ///< the last Candidate::key given
-  int next_repeat_ = 0;        ///< the last Candidate::repeat given
-  int since_round_ = 0;        ///< experiments decided since the last noise round
-
   bool pump_scheduled_ = false;
-
   std::shared_ptr<Mailbox> mailbox_;  ///< the data step's thread posts its end here
   std::unique_ptr<Proposals> proposals_;
 
@@ -296,11 +211,9 @@ class Engine {
   std::string stop_reason_;
   std::optional<std::string> fatal_;
   bool store_lost_ = false;  ///< results.db was deleted or replaced: nothing more is written
-  std::unique_ptr<StopFlag> data_stop_;
-  bool data_running_ = false;
+  DataStep data_;
 
   std::unique_ptr<Executor> executor_;  ///< builds, and the stages with executor = "local"
-  std::unique_ptr<SlurmClient> slurm_client_;
   std::unique_ptr<Executor> slurm_;  ///< the stages as Slurm jobs; null with executor = "local"
 };
 

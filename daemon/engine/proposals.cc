@@ -27,7 +27,8 @@ Proposals::Proposals(boost::asio::io_context& io, const Config& config, Store& s
       mailbox_(std::make_shared<Mailbox>(io)),
       cancel_(std::make_shared<std::atomic<bool>>(false)),
       inside_(std::make_shared<std::atomic<int>>(0)),
-      profiles_(proposer.profiles()) {
+      profiles_(proposer.profiles()),
+      breaker_(BreakerConfig{}, now_seconds) {
   std::vector<double> weights;
   for (const auto& p : profiles_) weights.push_back(p.weight);
   if (!weights.empty()) draw_.emplace(std::move(weights));
@@ -112,7 +113,7 @@ int64_t Proposals::ask(const AskContext& a) {
   ctx.metric = config_.metric;
   ctx.goal = config_.goal;
   ctx.noise_note = a.noise_note;
-  ctx.last_failure = a.last_failure;
+  ctx.last_failure = last_failure_;
   ctx.profile = profile;
   for (const auto& p : profiles_)
     if (p.name == profile) ctx.focus = p.addendum;
@@ -152,7 +153,26 @@ void Proposals::answered(int64_t id, ProposalResult result) {
     stopped.experiment = id;
     return on_outcome_(stopped);
   }
-  on_outcome_(handle(id));
+  deliver(handle(id));
+}
+
+void Proposals::deliver(const ProposalOutcome& o) {
+  using Kind = ProposalOutcome::Kind;
+  const std::string id = "#" + std::to_string(o.experiment);
+  if (o.kind == Kind::kWaiting) {
+    if (o.wait->message != last_wait_message_) log_(o.wait->log_line);
+    last_wait_message_ = o.wait->message;
+    block(o.wait->wait_s);
+  } else if (o.kind == Kind::kEnded && o.final_status == status::kProposerError) {
+    log_(id + " proposer_error: " + o.error);  // a bad edit: its row is finished, the wait goes on
+  } else if (o.kind == Kind::kEnded) {
+    last_wait_message_.clear();
+    record_end(o.experiment, o.final_status, o.error, "", o.failure_detail);
+    log_(id + " " + o.final_status + (o.error.empty() ? "" : ": " + o.error));
+  } else if (o.kind == Kind::kCommitted) {
+    last_wait_message_.clear();
+  }
+  on_outcome_(o);
 }
 
 ProposalOutcome Proposals::handle(int64_t id) {
@@ -186,8 +206,10 @@ ProposalOutcome Proposals::handle(int64_t id) {
       o.kind = Kind::kFatal;
       return o;
     }
-    o.kind = Kind::kEnded;  // a bad edit
+    o.kind = Kind::kEnded;  // a bad edit: told as it is to the next proposal, not counted by the breaker
     o.final_status = status::kProposerError;
+    store_.finish(id, status::kProposerError, e.message, "");
+    last_failure_ = Failure{status::kProposerError, e.message};
     return o;
   }
   o.description = description_line(row.attempt ? row.attempt->description : result.proposal->description);
@@ -248,7 +270,7 @@ void Proposals::replay_held() {
     if (row.held) held.push_back(id);
   for (int64_t id : held) {
     rows_.at(id).held = false;
-    on_outcome_(handle(id));
+    deliver(handle(id));
   }
 }
 
@@ -282,6 +304,14 @@ bool Proposals::drop_empty_row(int64_t id, const std::string& when) {
   if (!store_.delete_if_empty(id)) return false;
   log_("#" + std::to_string(id) + " removed " + when + ": it had no proposal and no LLM call; its id stays unused");
   return true;
+}
+
+void Proposals::record_end(int64_t id, const std::string& final_status, const std::string& error,
+                           const std::string& log_tail, const std::string& failure_detail) {
+  store_.finish(id, final_status, error, log_tail);
+  breaker_.record_end(final_status, error);
+  if (final_status == status::kKept) last_failure_.reset();
+  else if (auto told = failure_to_tell(final_status, error, log_tail, failure_detail)) last_failure_ = std::move(told);
 }
 
 }  // namespace ard

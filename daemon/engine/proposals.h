@@ -7,8 +7,10 @@
 // that holds the commit until it clears.
 //
 // It writes the experiment rows it asks for and the objects of their commits
-// (never a branch); it knows nothing of candidates, GPUs or the judge. When to
-// ask, and what an outcome does, is the engine's.
+// (never a branch), and how each experiment ended, which is what the next
+// proposal is told and what the circuit breaker counts. It knows nothing of
+// candidates, GPUs or the judge. When to ask, and what an outcome does, is the
+// engine's.
 #pragma once
 
 #include <atomic>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "daemon/config.h"
+#include "daemon/decide/circuit_breaker.h"
 #include "daemon/engine/proposal_desk.h"
 #include "daemon/git_repo.h"
 #include "daemon/log.h"
@@ -46,7 +49,6 @@ struct AskContext {
   std::vector<HistoryEntry> in_flight;  ///< the candidates committed and not yet ended
   std::optional<double> best_value;
   std::string noise_note;                ///< "" until σ is known
-  std::optional<Failure> last_failure;
 };
 
 /// One answer, for the engine to apply.
@@ -54,8 +56,9 @@ struct ProposalOutcome {
   enum class Kind {
     kCommitted,  ///< commit, made on parent: a candidate to build
     kEnded,      ///< the experiment ended before any build, as final_status (patch_rejected, duplicate,
-                 ///< proposer_error for a bad edit); its row is not finished yet
-    kWaiting,    ///< the proposer asked for a wait: its row (or its fix) is asked again later
+                 ///< proposer_error for a bad edit): its row is finished and logged here
+    kWaiting,    ///< the proposer asked for a wait: its row (or its fix) is asked again later, and
+                 ///< asking is blocked for the wait
     kHeld,       ///< the commit met `fault`: handled again by replay_held once it clears
     kFatal,      ///< the proposer cannot go on (error); its row is finished
     kStopped,    ///< answered after cancel(): nothing applied (end_rows_at_stop ends the row)
@@ -105,6 +108,15 @@ class Proposals {
 
   void owe_fix(FixOwed fix) { fixes_.push_back(std::move(fix)); }
 
+  /// Experiment id ended as final_status (experiment_state.h): its row
+  /// finished, the breaker told, and what the next proposal is told of it
+  /// (failure_to_tell; a keep: nothing any more) remembered.
+  void record_end(int64_t id, const std::string& final_status, const std::string& error, const std::string& log_tail,
+                  const std::string& failure_detail);
+  /// The breaker's pause in force: experiments that keep failing the same way cost no more calls.
+  std::optional<BreakerPause> breaker_pause() const { return breaker_.paused(); }
+  std::string breaker_line() const { return breaker_.status_line(); }
+
   /// No ask for the next wait_s seconds (a proposer's wait, a pause); a block
   /// under way is left as it is.
   void block(double wait_s);
@@ -134,6 +146,10 @@ class Proposals {
     ProposalResult result;
   };
   void answered(int64_t id, ProposalResult result);
+  /// What every answer does here before the engine applies it: a wait blocks
+  /// asking (its line logged when it says something new); an experiment that
+  /// ended is recorded (record_end) and logged.
+  void deliver(const ProposalOutcome& o);
   /// Applies row id's answer; the row is erased unless its commit is held.
   ProposalOutcome handle(int64_t id);
   /// The researcher's idea row id is asked to try: the one it is linked to, else the oldest open one (linked now).
@@ -159,6 +175,9 @@ class Proposals {
   std::vector<int64_t> asked_again_;  ///< rows whose proposer asked for a wait, oldest first
   std::vector<ProfileSpec> profiles_;  ///< the proposer's profiles; empty: none
   std::optional<ProfileDraw> draw_;
+  CircuitBreaker breaker_;
+  std::string last_wait_message_;  ///< the last wait logged, so that a wait that goes on is logged once
+  std::optional<Failure> last_failure_;  ///< told to the next proposal
   int running_ = 0;
   bool cancelled_ = false;
   std::shared_ptr<Mailbox> mailbox_;

@@ -71,7 +71,7 @@ class ProposalsTest : public ::testing::Test {
     const size_t before = outcomes.size();
     io.restart();  // the last ask's guard, let go, stopped it
     auto guard = boost::asio::make_work_guard(io);
-    proposals->ask(AskContext{"program", base, {}, std::nullopt, "", std::nullopt});
+    proposals->ask(AskContext{"program", base, {}, std::nullopt, ""});
     while (outcomes.size() == before) io.run_one();
     return outcomes.back();
   }
@@ -140,6 +140,32 @@ TEST_F(ProposalsTest, AWaitAsksTheSameRowAgainAndABadEditEndsIt) {
   EXPECT_EQ(bad.kind, Kind::kEnded);
   EXPECT_EQ(bad.final_status, status::kProposerError);
   EXPECT_EQ(bad.error, "no edit applies");
+  EXPECT_EQ(store.experiment(bad.experiment)->state, status::kProposerError);  // finished here
+  proposer.script = {edit("again", "lr 5\n")};
+  ask_one();
+  ASSERT_TRUE(proposer.told.back().last_failure);  // the next proposal is told of the bad edit
+  EXPECT_EQ(proposer.told.back().last_failure->kind, status::kProposerError);
+  EXPECT_EQ(proposer.told.back().last_failure->detail, "no edit applies");
+}
+
+TEST_F(ProposalsTest, AnEndIsToldToTheNextProposalAndCountedUntilAKeepClearsBoth) {
+  for (int i = 0; i < 3; ++i) {  // the breaker's default: three of the same failure pause proposing
+    const int64_t id = store.create_experiment("t", false, base, "", "scripted", std::nullopt);
+    proposals->record_end(id, status::kCrash, "exit 134", "Aborted", "");
+    EXPECT_EQ(store.experiment(id)->state, status::kCrash);
+  }
+  EXPECT_TRUE(proposals->breaker_pause());
+  EXPECT_THAT(proposals->breaker_line(), HasSubstr("crash"));
+  proposer.script = {edit("one", "lr 6\n"), edit("two", "lr 7\n")};
+  ask_one();
+  ASSERT_TRUE(proposer.told.back().last_failure);
+  EXPECT_EQ(proposer.told.back().last_failure->kind, status::kCrash);
+  EXPECT_THAT(proposer.told.back().last_failure->detail, HasSubstr("Aborted"));
+  const int64_t kept = store.create_experiment("t", false, base, "", "scripted", std::nullopt);
+  proposals->record_end(kept, status::kKept, "", "", "");
+  EXPECT_FALSE(proposals->breaker_pause());
+  ask_one();
+  EXPECT_FALSE(proposer.told.back().last_failure);
 }
 
 TEST_F(ProposalsTest, AFixOwedIsAskedFirstWithTheFailedFiles) {

@@ -7,13 +7,14 @@
 
 namespace ard {
 
-SlurmRunExecutor::SlurmRunExecutor(boost::asio::io_context& io, const Config& config, SlurmClient& client, Log& log,
-                                   std::filesystem::path scripts_dir)
+SlurmRunExecutor::SlurmRunExecutor(boost::asio::io_context& io, const Config& config, std::vector<std::string> env,
+                                   Log& log, const std::filesystem::path& dir)
     : io_(io),
       config_(config),
-      scripts_dir_(std::move(scripts_dir)),
+      scripts_dir_(dir),
+      client_(std::make_unique<SlurmClient>(io, std::move(env), dir)),
       jobs_(
-          io, config.slurm, client, log,
+          io, config.slurm, *client_, log,
           [this](int64_t key, const std::string& job, const std::string& node) {
             on_job(static_cast<uint64_t>(key), job, node);
           },

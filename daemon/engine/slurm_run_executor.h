@@ -15,15 +15,17 @@
 #include "daemon/config.h"
 #include "daemon/engine/executor.h"
 #include "daemon/log.h"
+#include "daemon/slurm/slurm_client.h"
 #include "daemon/slurm/slurm_executor.h"
 
 namespace ard {
 
 class SlurmRunExecutor : public Executor {
  public:
-  /// scripts_dir: where the job scripts are written (Run::name + ".sh").
-  SlurmRunExecutor(boost::asio::io_context& io, const Config& config, SlurmClient& client, Log& log,
-                   std::filesystem::path scripts_dir);
+  /// Its own Slurm client runs sbatch, squeue and scancel with env (slurm_env)
+  /// and dir as its scratch directory; the job scripts are written to dir too (Run::name + ".sh").
+  SlurmRunExecutor(boost::asio::io_context& io, const Config& config, std::vector<std::string> env, Log& log,
+                   const std::filesystem::path& dir);
   /// Reports one step, "job", with the stages' timeouts and expected seconds
   /// added up (the deadline counts from the submission); a slot that differs
   /// from the commit ends the run tampered ("before the Slurm job: <why>")
@@ -46,6 +48,7 @@ class SlurmRunExecutor : public Executor {
   boost::asio::io_context& io_;
   const Config& config_;
   std::filesystem::path scripts_dir_;
+  std::unique_ptr<SlurmClient> client_;  ///< before jobs_, which uses it until it is gone
   SlurmExecutor jobs_;
   std::map<uint64_t, InFlight> runs_;
   uint64_t next_key_ = 0;
