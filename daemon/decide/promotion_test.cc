@@ -4,7 +4,10 @@
 #include "daemon/decide/promotion.h"
 
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <regex>
+#include <sstream>
 
 #include <gmock/gmock.h>
 
@@ -69,6 +72,23 @@ TEST(Promotion, EvidenceReadsBackFromItsJson) {
   } catch (const std::invalid_argument& error) {
     EXPECT_STREQ(error.what(), "label evidence: best_n: expected an integer");
   }
+}
+
+// change_labels.label's CHECK in results.db.schema names exactly the kinds' words.
+TEST(Promotion, TheSchemaAllowsExactlyTheLabelWords) {
+  std::ifstream in(std::string(ARD_SOURCE_DIR) + "/results.db.schema");
+  ASSERT_TRUE(in) << "results.db.schema not found";
+  std::stringstream text;
+  text << in.rdbuf();
+  std::smatch m;
+  const std::string schema = text.str();
+  ASSERT_TRUE(std::regex_search(schema, m, std::regex(R"(label\s+TEXT NOT NULL CHECK \(label IN \(([^)]*)\)\))")));
+  const std::string list = m[1];
+  std::vector<std::string> listed;
+  const std::regex word("'([a-z_]+)'");
+  for (std::sregex_iterator it(list.begin(), list.end(), word), end; it != end; ++it) listed.push_back((*it)[1]);
+  EXPECT_EQ(listed, (std::vector<std::string>{to_string(LabelKind::kTransfers), to_string(LabelKind::kScaleBound),
+                                              to_string(LabelKind::kUntested)}));
 }
 
 RungEvidence evidence_of(size_t prefix) { return RungEvidence{1, 1, 3, 3, 0.01, 0, {static_cast<int64_t>(prefix)}}; }
