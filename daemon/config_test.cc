@@ -393,6 +393,12 @@ TEST(Config, ShippedConfigParses) {
     EXPECT_EQ(c.stages[i].command, d.stages[i].command);
     EXPECT_DOUBLE_EQ(c.stages[i].timeout_s, d.stages[i].timeout_s);
   }
+  EXPECT_EQ(c.promote.every, d.promote.every);
+  EXPECT_DOUBLE_EQ(c.promote.max_share, d.promote.max_share);
+  EXPECT_EQ(c.promote.on_fail, d.promote.on_fail);
+  EXPECT_EQ(c.promote.gpus, d.promote.gpus);
+  ASSERT_EQ(c.rungs.size(), d.rungs.size());
+  EXPECT_EQ(c.rungs.back().name, d.rungs.back().name);
   EXPECT_EQ(c.data.train, d.data.train);
   EXPECT_EQ(c.noise.every, d.noise.every);
   EXPECT_DOUBLE_EQ(c.noise.max_age_s, d.noise.max_age_s);
