@@ -497,9 +497,6 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
         parse_choice<PromoteOnFail>("promote.on_fail", on_fail, {{"label", PromoteOnFail::kLabel}, {"revert", PromoteOnFail::kRevert}});
     r.integer("gpus", c.promote.gpus, 0, 4096);
     r.reject_unknown();
-    if (!c.gpus.empty() && c.promote.gpus >= static_cast<int>(c.gpus.size()))
-      throw ConfigError("promote.gpus: " + std::to_string(c.promote.gpus) + " reserved of " + std::to_string(c.gpus.size()) +
-                        " GPU(s) leaves none for rung 0");
   }
 
   if (const toml::table* t = top.table("summary")) {
@@ -626,6 +623,13 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     c.slurm.on_restart = parse_choice<SlurmOnRestart>("slurm.on_restart", on_restart,
                                                       {{"adopt", SlurmOnRestart::kAdopt}, {"cancel", SlurmOnRestart::kCancel}});
   }
+
+  // The workers: one per GPU listed (none listed: "auto", counted at start), or the Slurm jobs.
+  const int workers = c.executor == ExecutorKind::kSlurm ? c.slurm.max_jobs : static_cast<int>(c.gpus.size());
+  if (c.promote.gpus > 0 && (c.executor == ExecutorKind::kSlurm || !c.gpus.empty()) && c.promote.gpus >= workers)
+    throw ConfigError("promote.gpus: " + std::to_string(c.promote.gpus) + " reserved of " + std::to_string(workers) +
+                      (c.executor == ExecutorKind::kSlurm ? " Slurm job slot(s) (slurm.max_jobs)" : " GPU(s)") +
+                      " leaves none for rung 0");
 
   if (const toml::table* t = top.table("logs")) {
     KeyReader r(*t, "logs");

@@ -591,6 +591,10 @@ TEST(Config, RungAndPromoteErrorsNameTheKey) {
   EXPECT_EQ(error_of("[promote]\nmax_share = 1.5\n"), "promote.max_share: must be > 0 and <= 1, got 1.5");
   EXPECT_EQ(error_of("[promote]\ngpus = -1\n"), "promote.gpus: must be 0 to 4096, got -1");
   EXPECT_EQ(error_of("gpus = [0, 1]\n[promote]\ngpus = 2\n"), "promote.gpus: 2 reserved of 2 GPU(s) leaves none for rung 0");
+  EXPECT_EQ(error_of("executor = 'slurm'\n[slurm]\nmax_jobs = 3\n[promote]\ngpus = 3\n"),
+            "promote.gpus: 3 reserved of 3 Slurm job slot(s) (slurm.max_jobs) leaves none for rung 0");
+  EXPECT_NO_THROW(parse_config("executor = 'slurm'\n[slurm]\nmax_jobs = 4\n[promote]\ngpus = 3\n", "/r"));
+  EXPECT_NO_THROW(parse_config("[promote]\ngpus = 3\n", "/r"));  // gpus = "auto": counted at start
   EXPECT_EQ(error_of("[promote]\nround = 1\n"), "promote.round: unknown key");
 }
 
