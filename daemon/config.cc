@@ -11,6 +11,7 @@
 #include "proposers/editable.h"
 #include "proposers/offline_proposer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -42,6 +43,7 @@ const char* to_string(ExecutorKind kind) { return kind == ExecutorKind::kSlurm ?
 const char* to_string(SandboxMode mode) { return mode == SandboxMode::kOff ? "off" : "bwrap"; }
 const char* to_string(SlurmBuild build) { return build == SlurmBuild::kJob ? "job" : "local"; }
 const char* to_string(SlurmOnRestart on_restart) { return on_restart == SlurmOnRestart::kCancel ? "cancel" : "adopt"; }
+const char* to_string(PromoteOnFail on_fail) { return on_fail == PromoteOnFail::kRevert ? "revert" : "label"; }
 
 namespace {
 
@@ -204,6 +206,95 @@ std::vector<ProfileConfig> parse_profiles(const toml::array& tables, const Confi
   return out;
 }
 
+/// The placeholders run_plan fills whatever the rung: a rung's value may not take their names.
+bool reserved_placeholder(const std::string& name) {
+  return name == "data_dir" || name == "budget" || name == "worktree" || name == "budget_scale" || name == "rung";
+}
+
+/// A per-stage table of seconds (`timeout_s = { train = 1400 }`) of a rung
+/// over the timings derived for it; each key must name a stage.
+void read_stage_seconds(KeyReader& r, const std::string& key, std::vector<StageTiming>& timings, bool timeout) {
+  const toml::table* t = r.table(key);
+  if (!t) return;
+  for (const auto& [k, v] : *t) {
+    const std::string stage(k.str());
+    const std::string name = r.name(key) + "." + stage;
+    auto it = std::find_if(timings.begin(), timings.end(), [&](const StageTiming& s) { return s.stage == stage; });
+    if (it == timings.end()) throw ConfigError(name + ": no stage is named '" + stage + "'");
+    double seconds;
+    if (v.is_integer()) seconds = static_cast<double>(v.as_integer()->get());
+    else if (v.is_floating_point()) seconds = v.as_floating_point()->get();
+    else throw ConfigError(name + ": expected a number of seconds");
+    if (!std::isfinite(seconds) || seconds <= 0 || seconds > kMaxDurationKeyS)
+      throw ConfigError(name + ": must be > 0 and <= " + std::to_string(static_cast<int64_t>(kMaxDurationKeyS)));
+    (timeout ? it->timeout_s : it->expected_s) = seconds;
+  }
+}
+
+/// The [[rung]] tables, after the budget, the build and the stages are read: rungs 1..n.
+std::vector<RungConfig> parse_rungs(const toml::array& tables, const Config& c) {
+  std::vector<RungConfig> out;
+  std::set<std::string> names = {"base"};
+  double previous_budget_s = c.budget_s;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    KeyReader r(*tables.get(i)->as_table(), "rung[" + std::to_string(i + 1) + "]");
+    RungConfig rung;
+    r.string("name", rung.name);
+    rung.budget_s = 2 * previous_budget_s;
+    r.number("budget_s", rung.budget_s, 0, false, kMaxDurationKeyS);
+    rung.build_timeout_s = c.build_timeout_s;
+    r.number("build_timeout_s", rung.build_timeout_s, 0, false, kMaxDurationKeyS);
+    for (const StageConfig& stage : c.stages) rung.stages.push_back(rung_timing(stage, c.budget_s, rung.budget_s));
+    read_stage_seconds(r, "timeout_s", rung.stages, true);
+    read_stage_seconds(r, "expected_s", rung.stages, false);
+    if (const toml::table* values = r.table("values")) {
+      static const std::regex value_name_re("[A-Za-z_][A-Za-z0-9_]{0,63}");
+      // The value goes into /bin/sh commands as it is: no character the shell reads.
+      static const std::regex value_re("[A-Za-z0-9_.,:=+/-]{1,256}");
+      for (const auto& [k, v] : *values) {
+        const std::string key(k.str());
+        const std::string name = r.name("values") + "." + key;
+        if (!std::regex_match(key, value_name_re)) throw ConfigError(name + ": not a placeholder name (letters, digits, '_')");
+        if (reserved_placeholder(key)) throw ConfigError(name + ": {" + key + "} is filled by the daemon itself");
+        std::string value;
+        if (v.is_string()) value = v.as_string()->get();
+        else if (v.is_integer()) value = std::to_string(v.as_integer()->get());
+        else if (v.is_floating_point()) {
+          std::ostringstream os;
+          os << v.as_floating_point()->get();
+          value = os.str();
+        } else throw ConfigError(name + ": expected a string or a number");
+        if (!std::regex_match(value, value_re))
+          throw ConfigError(name + ": '" + value + "' must be 1 to 256 of letters, digits and _ . , : = + / -");
+        rung.values[key] = value;
+      }
+    }
+    r.reject_unknown();
+    static const std::regex rung_name_re("[A-Za-z0-9_][A-Za-z0-9_.-]{0,39}");
+    if (rung.name.empty()) throw ConfigError(r.name("name") + ": missing");
+    if (!std::regex_match(rung.name, rung_name_re))
+      throw ConfigError(r.name("name") + ": '" + rung.name + "' is not a rung name (letters, digits, '_', '.', '-'; at most 40)");
+    if (!names.insert(rung.name).second)
+      throw ConfigError(r.name("name") + ": '" + rung.name + "' names another rung (rung 0 is \"base\")");
+    if (auto it = rung.values.find("depth_scale"); it != rung.values.end()) {
+      const std::string name = r.name("values") + ".depth_scale";
+      size_t used = 0;
+      double scale = 0;
+      try {
+        scale = std::stod(it->second, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != it->second.size() || !std::isfinite(scale)) throw ConfigError(name + ": expected a number, got '" + it->second + "'");
+      if (scale < 1 || scale > 64) throw ConfigError(name + ": must be >= 1 and <= 64 (a rung is a larger scale), got " + it->second);
+      rung.depth_scale = scale;
+    }
+    previous_budget_s = rung.budget_s;
+    out.push_back(std::move(rung));
+  }
+  return out;
+}
+
 }  // namespace
 
 void validate_tag(const std::string& tag) {
@@ -226,6 +317,31 @@ std::vector<StageConfig> default_stages(double budget_s, double startup_s) {
       {"check", "build/trainer/train --check", 300, 60},
       {"train", "build/trainer/train --data {data_dir} --budget-scale {budget_scale}", 2 * budget_s + startup_s, budget_s + startup_s},
   };
+}
+
+StageTiming rung_timing(const StageConfig& stage, double base_budget_s, double budget_s) {
+  const double factor = base_budget_s > 0 ? std::max(1.0, budget_s / base_budget_s) : 1.0;
+  return StageTiming{stage.name, stage.timeout_s * factor, stage.expected_s * factor};
+}
+
+RungConfig base_rung(const Config& config) {
+  RungConfig rung;
+  rung.name = "base";
+  rung.budget_s = config.budget_s;
+  rung.build_timeout_s = config.build_timeout_s;
+  for (const StageConfig& stage : config.stages) rung.stages.push_back({stage.name, stage.timeout_s, stage.expected_s});
+  return rung;
+}
+
+std::vector<RungConfig> default_rungs(const Config& config) {
+  RungConfig twice;
+  twice.name = "2x";
+  twice.budget_s = 2 * config.budget_s;
+  twice.depth_scale = 2;
+  twice.values = {{"depth_scale", "2"}};
+  twice.build_timeout_s = config.build_timeout_s;
+  for (const StageConfig& stage : config.stages) twice.stages.push_back(rung_timing(stage, config.budget_s, twice.budget_s));
+  return {base_rung(config), twice};
 }
 
 bool is_loopback_address(const std::string& address) {
@@ -362,6 +478,27 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     c.stages = default_stages(c.budget_s, c.startup_s);
   }
 
+  if (const toml::node* n = top.get("rung")) {
+    const toml::array* a = n->as_array();
+    if (!a || !a->is_array_of_tables() || a->empty()) throw ConfigError("rung: expected one or more [[rung]] tables");
+    c.rungs = {base_rung(c)};
+    for (RungConfig& rung : parse_rungs(*a, c)) c.rungs.push_back(std::move(rung));
+  } else {
+    c.rungs = default_rungs(c);
+  }
+
+  if (const toml::table* t = top.table("promote")) {
+    KeyReader r(*t, "promote");
+    r.integer("every", c.promote.every, 1, 1000000);
+    r.number("max_share", c.promote.max_share, 0, false, 1);
+    std::string on_fail = to_string(c.promote.on_fail);
+    r.string("on_fail", on_fail);
+    c.promote.on_fail =
+        parse_choice<PromoteOnFail>("promote.on_fail", on_fail, {{"label", PromoteOnFail::kLabel}, {"revert", PromoteOnFail::kRevert}});
+    r.integer("gpus", c.promote.gpus, 0, 4096);
+    r.reject_unknown();
+  }
+
   if (const toml::table* t = top.table("summary")) {
     KeyReader r(*t, "summary");
     r.string("metric", c.metric);
@@ -486,6 +623,13 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
     c.slurm.on_restart = parse_choice<SlurmOnRestart>("slurm.on_restart", on_restart,
                                                       {{"adopt", SlurmOnRestart::kAdopt}, {"cancel", SlurmOnRestart::kCancel}});
   }
+
+  // The workers: one per GPU listed (none listed: "auto", counted at start), or the Slurm jobs.
+  const int workers = c.executor == ExecutorKind::kSlurm ? c.slurm.max_jobs : static_cast<int>(c.gpus.size());
+  if (c.promote.gpus > 0 && (c.executor == ExecutorKind::kSlurm || !c.gpus.empty()) && c.promote.gpus >= workers)
+    throw ConfigError("promote.gpus: " + std::to_string(c.promote.gpus) + " reserved of " + std::to_string(workers) +
+                      (c.executor == ExecutorKind::kSlurm ? " Slurm job slot(s) (slurm.max_jobs)" : " GPU(s)") +
+                      " leaves none for rung 0");
 
   if (const toml::table* t = top.table("logs")) {
     KeyReader r(*t, "logs");

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -138,6 +139,51 @@ struct ProfilesConfig {
   double floor = 0.1;  ///< the least share a profile keeps under adapt (at most 1 / profiles)
 };
 
+/// A stage's time limits at one rung (RungConfig): the stage's timeout_s and
+/// expected_s of StageConfig, for the rung's budget.
+struct StageTiming {
+  std::string stage;      ///< the StageConfig's name
+  double timeout_s = 0;   ///< the child's whole process group is killed past this
+  double expected_s = 0;  ///< when status expects it to end
+};
+
+/// One rung of the promotion ladder (decide/promotion.h): a larger scale of the
+/// same experiment. Rung 0 is the experiment as the rest of the config gives
+/// it; `[[rung]]` tables are rungs 1..n, in the file's order.
+///
+///   [[rung]]
+///   name = "2x"
+///   budget_s = 600                 # default: twice the previous rung's
+///   build_timeout_s = 1800         # default: build.timeout_s
+///   values = { depth_scale = "2" } # placeholders {depth_scale}, ... of the commands
+///   timeout_s = { train = 1400 }   # per stage; default: the stage's, scaled by budget
+///   expected_s = { train = 700 }   # per stage; default: likewise
+struct RungConfig {
+  std::string name;             ///< letters, digits, '_', '.', '-'; unique; rung 0 is "base"
+  double budget_s = 0;          ///< the training budget, {budget} in its commands
+  double depth_scale = 1;       ///< values["depth_scale"] as a number (>= 1; 1 when not given)
+  /// Placeholder values its build and stage commands receive ({name} -> value),
+  /// as written; depth_scale among them when given.
+  std::map<std::string, std::string> values;
+  double build_timeout_s = 0;
+  std::vector<StageTiming> stages;  ///< one per Config::stages, in their order
+};
+
+/// `promote.on_fail`: what a change that does not transfer to a rung leads to.
+enum class PromoteOnFail {
+  kLabel,   ///< labelled scale_bound; the chain stays as it is
+  kRevert,  ///< labelled scale_bound, and its revert proposed as a candidate
+};
+const char* to_string(PromoteOnFail on_fail);  ///< "label", "revert"
+
+/// `[promote]`: when kept changes are promoted up the ladder (decide/promotion.h).
+struct PromoteConfig {
+  int every = 5;             ///< a promotion round after this many kept changes
+  double max_share = 0.25;   ///< the most of the night's GPU time spent at rungs above 0, (0, 1]
+  PromoteOnFail on_fail = PromoteOnFail::kLabel;
+  int gpus = 0;              ///< workers reserved for rungs above 0 (0: none reserved)
+};
+
 struct Config {
   std::filesystem::path repo;  ///< absolute research repo root
   std::string tag = "main";
@@ -168,6 +214,12 @@ struct Config {
   std::string build_dir = "build";
 
   std::vector<StageConfig> stages;  ///< filled with the defaults when the file has none
+
+  /// The promotion ladder: [0] is rung 0 (this config's budget, stages and
+  /// build; depth_scale 1), then the `[[rung]]` tables; default_rungs() when
+  /// the file has none.
+  std::vector<RungConfig> rungs;
+  PromoteConfig promote;
 
   std::string metric = "val_bpb";
   /// `summary.goal`: whether a lower metric is better ("min") or a higher one
@@ -220,6 +272,20 @@ Config load_config(const std::filesystem::path& repo, const std::filesystem::pat
 
 /// The stages used when the file lists none: a quick check, then the full run.
 std::vector<StageConfig> default_stages(double budget_s, double startup_s);
+
+/// Rung 0: the experiment as config gives it ("base": its budget, build
+/// timeout and stages' timings, depth_scale 1, no values).
+RungConfig base_rung(const Config& config);
+
+/// The ladder used when the file has no `[[rung]]`: rung 0, then "2x" at twice
+/// the depth (depth_scale = "2") and twice the budget, its stages' timeouts
+/// scaled by the budget (rung_timing).
+std::vector<RungConfig> default_rungs(const Config& config);
+
+/// A stage's timing at a rung of budget_s when the rung names none: the
+/// stage's own timeout and expected time times budget_s / config.budget_s,
+/// never below the stage's own.
+StageTiming rung_timing(const StageConfig& stage, double base_budget_s, double budget_s);
 
 /// Throws ConfigError when tag cannot name a branch autoresearch/<tag>.
 void validate_tag(const std::string& tag);

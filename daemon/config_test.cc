@@ -393,6 +393,12 @@ TEST(Config, ShippedConfigParses) {
     EXPECT_EQ(c.stages[i].command, d.stages[i].command);
     EXPECT_DOUBLE_EQ(c.stages[i].timeout_s, d.stages[i].timeout_s);
   }
+  EXPECT_EQ(c.promote.every, d.promote.every);
+  EXPECT_DOUBLE_EQ(c.promote.max_share, d.promote.max_share);
+  EXPECT_EQ(c.promote.on_fail, d.promote.on_fail);
+  EXPECT_EQ(c.promote.gpus, d.promote.gpus);
+  ASSERT_EQ(c.rungs.size(), d.rungs.size());
+  EXPECT_EQ(c.rungs.back().name, d.rungs.back().name);
   EXPECT_EQ(c.data.train, d.data.train);
   EXPECT_EQ(c.noise.every, d.noise.every);
   EXPECT_DOUBLE_EQ(c.noise.max_age_s, d.noise.max_age_s);
@@ -477,6 +483,119 @@ allow_actions = true
   EXPECT_EQ(d.serve.token, "0123456789abcdef");
   EXPECT_TRUE(d.serve.allow_actions);
   EXPECT_EQ(parse_config("[serve]\nbind = \"::1\"\n", "/r").serve.bind, "::1");
+}
+
+TEST(Config, WithoutRungTablesTheLadderIsBaseThenTwiceTheDepthAndBudget) {
+  Config c = parse_config("budget_s = 100\n", "/r");
+  ASSERT_EQ(c.rungs.size(), 2u);
+  EXPECT_EQ(c.rungs[0].name, "base");
+  EXPECT_DOUBLE_EQ(c.rungs[0].budget_s, 100);
+  EXPECT_DOUBLE_EQ(c.rungs[0].depth_scale, 1);
+  EXPECT_TRUE(c.rungs[0].values.empty());
+  ASSERT_EQ(c.rungs[0].stages.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.rungs[0].stages[1].timeout_s, c.stages[1].timeout_s);
+  EXPECT_EQ(c.rungs[1].name, "2x");
+  EXPECT_DOUBLE_EQ(c.rungs[1].budget_s, 200);
+  EXPECT_DOUBLE_EQ(c.rungs[1].depth_scale, 2);
+  EXPECT_EQ(c.rungs[1].values, (std::map<std::string, std::string>{{"depth_scale", "2"}}));
+  EXPECT_DOUBLE_EQ(c.rungs[1].build_timeout_s, c.build_timeout_s);
+  ASSERT_EQ(c.rungs[1].stages.size(), 2u);
+  EXPECT_EQ(c.rungs[1].stages[1].stage, "train");
+  EXPECT_DOUBLE_EQ(c.rungs[1].stages[1].timeout_s, 2 * (2 * 100 + 120));
+  EXPECT_DOUBLE_EQ(c.rungs[1].stages[1].expected_s, 2 * (100 + 120));
+  EXPECT_DOUBLE_EQ(c.rungs[1].stages[0].timeout_s, 2 * 300);
+  EXPECT_EQ(c.promote.every, 5);
+  EXPECT_DOUBLE_EQ(c.promote.max_share, 0.25);
+  EXPECT_EQ(c.promote.on_fail, PromoteOnFail::kLabel);
+  EXPECT_EQ(c.promote.gpus, 0);
+}
+
+TEST(Config, RungTablesReplaceTheDefaultLadder) {
+  Config c = parse_config(R"(
+budget_s = 100
+gpus = [0, 1, 2]
+[[stage]]
+name = "train"
+command = "train --depth-scale {depth_scale} --budget {budget}"
+timeout_s = 300
+expected_s = 150
+[[rung]]
+name = "wide"
+values = { depth_scale = 2, width = "768" }
+timeout_s = { train = 900 }
+[[rung]]
+name = "deep-4x"
+budget_s = 1000
+build_timeout_s = 60
+expected_s = { train = 1100 }
+values = { depth_scale = "4" }
+[promote]
+every = 3
+max_share = 0.5
+on_fail = "revert"
+gpus = 1
+)",
+                          "/r");
+  ASSERT_EQ(c.rungs.size(), 3u);
+  EXPECT_EQ(c.rungs[0].name, "base");
+  EXPECT_EQ(c.rungs[1].name, "wide");
+  EXPECT_DOUBLE_EQ(c.rungs[1].budget_s, 200);  // twice the rung below when not given
+  EXPECT_DOUBLE_EQ(c.rungs[1].depth_scale, 2);
+  EXPECT_EQ(c.rungs[1].values, (std::map<std::string, std::string>{{"depth_scale", "2"}, {"width", "768"}}));
+  ASSERT_EQ(c.rungs[1].stages.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.rungs[1].stages[0].timeout_s, 900);
+  EXPECT_DOUBLE_EQ(c.rungs[1].stages[0].expected_s, 300);  // 150 scaled by 200 / 100
+  EXPECT_EQ(c.rungs[2].name, "deep-4x");
+  EXPECT_DOUBLE_EQ(c.rungs[2].budget_s, 1000);
+  EXPECT_DOUBLE_EQ(c.rungs[2].build_timeout_s, 60);
+  EXPECT_DOUBLE_EQ(c.rungs[2].depth_scale, 4);
+  EXPECT_DOUBLE_EQ(c.rungs[2].stages[0].timeout_s, 3000);  // 300 scaled by 1000 / 100
+  EXPECT_DOUBLE_EQ(c.rungs[2].stages[0].expected_s, 1100);
+  EXPECT_EQ(c.promote.every, 3);
+  EXPECT_DOUBLE_EQ(c.promote.max_share, 0.5);
+  EXPECT_EQ(c.promote.on_fail, PromoteOnFail::kRevert);
+  EXPECT_STREQ(to_string(c.promote.on_fail), "revert");
+  EXPECT_EQ(c.promote.gpus, 1);
+}
+
+TEST(Config, RungAndPromoteErrorsNameTheKey) {
+  EXPECT_EQ(error_of("rung = 3"), "rung: expected one or more [[rung]] tables");
+  EXPECT_EQ(error_of("[[rung]]\nbudget_s = 10\n"), "rung[1].name: missing");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'base'\n"), "rung[1].name: 'base' names another rung (rung 0 is \"base\")");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\n[[rung]]\nname = 'a'\n"),
+            "rung[2].name: 'a' names another rung (rung 0 is \"base\")");
+  EXPECT_THAT(error_of("[[rung]]\nname = 'a b'\n"), HasSubstr("rung[1].name: 'a b' is not a rung name"));
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nsize = 2\n"), "rung[1].size: unknown key");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nbudget_s = 0\n"), "rung[1].budget_s: must be > 0 and <= 1e+07, got 0");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\ntimeout_s = { fit = 10 }\n"), "rung[1].timeout_s.fit: no stage is named 'fit'");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nexpected_s = { train = 'long' }\n"),
+            "rung[1].expected_s.train: expected a number of seconds");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\ntimeout_s = { train = -1 }\n"),
+            "rung[1].timeout_s.train: must be > 0 and <= 10000000");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nvalues = { depth_scale = 'two' }\n"),
+            "rung[1].values.depth_scale: expected a number, got 'two'");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nvalues = { depth_scale = 0.5 }\n"),
+            "rung[1].values.depth_scale: must be >= 1 and <= 64 (a rung is a larger scale), got 0.5");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nvalues = { budget = '9' }\n"),
+            "rung[1].values.budget: {budget} is filled by the daemon itself");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nvalues = { rung = '9' }\n"),
+            "rung[1].values.rung: {rung} is filled by the daemon itself");
+  EXPECT_THAT(error_of("[[rung]]\nname = 'a'\nvalues = { width = '7; rm -rf ~' }\n"),
+              HasSubstr("rung[1].values.width: '7; rm -rf ~' must be 1 to 256 of"));
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nvalues = { width = true }\n"),
+            "rung[1].values.width: expected a string or a number");
+  EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nvalues = 3\n"), "rung[1].values: expected a table [rung[1].values]");
+  EXPECT_EQ(error_of("[promote]\non_fail = 'drop'\n"), "promote.on_fail: expected \"label\" or \"revert\", got \"drop\"");
+  EXPECT_EQ(error_of("[promote]\nevery = 0\n"), "promote.every: must be 1 to 1000000, got 0");
+  EXPECT_EQ(error_of("[promote]\nmax_share = 0\n"), "promote.max_share: must be > 0 and <= 1, got 0");
+  EXPECT_EQ(error_of("[promote]\nmax_share = 1.5\n"), "promote.max_share: must be > 0 and <= 1, got 1.5");
+  EXPECT_EQ(error_of("[promote]\ngpus = -1\n"), "promote.gpus: must be 0 to 4096, got -1");
+  EXPECT_EQ(error_of("gpus = [0, 1]\n[promote]\ngpus = 2\n"), "promote.gpus: 2 reserved of 2 GPU(s) leaves none for rung 0");
+  EXPECT_EQ(error_of("executor = 'slurm'\n[slurm]\nmax_jobs = 3\n[promote]\ngpus = 3\n"),
+            "promote.gpus: 3 reserved of 3 Slurm job slot(s) (slurm.max_jobs) leaves none for rung 0");
+  EXPECT_NO_THROW(parse_config("executor = 'slurm'\n[slurm]\nmax_jobs = 4\n[promote]\ngpus = 3\n", "/r"));
+  EXPECT_NO_THROW(parse_config("[promote]\ngpus = 3\n", "/r"));  // gpus = "auto": counted at start
+  EXPECT_EQ(error_of("[promote]\nround = 1\n"), "promote.round: unknown key");
 }
 
 TEST(Config, ServeRefusesUnsafeOrBadValues) {

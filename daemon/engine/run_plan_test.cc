@@ -102,5 +102,71 @@ TEST(JobSteps, OneLogNoWrapperAndTheBuildFirstWhenTheJobBuilds) {
   EXPECT_EQ(steps[2].log, "/logs/job.log");
 }
 
+TEST(RunPlan, RungZeroGivesItsIndexAndDepthScaleOne) {
+  Config config = two_stages();
+  EXPECT_EQ(rung_placeholders(rung_at(config, 0), 0),
+            (std::map<std::string, std::string>{{"depth_scale", "1"}, {"rung", "0"}}));
+}
+
+TEST(RunPlan, ARungGivesItsIndexAndItsValuesAsWritten) {
+  RungConfig rung;
+  rung.depth_scale = 2.5;
+  rung.values = {{"depth_scale", "2.50"}, {"width", "768"}};
+  EXPECT_EQ(rung_placeholders(rung, 3),
+            (std::map<std::string, std::string>{{"depth_scale", "2.50"}, {"rung", "3"}, {"width", "768"}}));
+  rung.values = {{"width", "768"}};  // depth_scale from the number when not written
+  EXPECT_EQ(rung_placeholders(rung, 1).at("depth_scale"), "2.5");
+  EXPECT_EQ(substitute("t {budget} {rung} d={depth_scale} w={width} {other}", "/d", 600, "/w", 1, rung_placeholders(rung, 1)),
+            "t 600 1 d=2.5 w=768 {other}");
+}
+
+TEST(RunPlan, RungAtIsRungZeroFromTheConfigAndRefusesPastTheLadder) {
+  Config config = parse_config("budget_s = 100\n", "/r");
+  config.budget_s = 150;  // rung 0 is always the config as it is now
+  EXPECT_EQ(rung_at(config, 0).name, "base");
+  EXPECT_DOUBLE_EQ(rung_at(config, 0).budget_s, 150);
+  EXPECT_EQ(rung_at(config, 1).name, "2x");
+  EXPECT_THROW(rung_at(config, 2), std::out_of_range);
+}
+
+TEST(RunPlan, StagesAndBuildAtARungTakeItsBudgetPlaceholdersAndTimings) {
+  Config config = two_stages();
+  config.build_command = "make DEPTH_SCALE={depth_scale} RUNG={rung}";
+  config.stages[1].command = "train {data_dir} {budget} {budget_scale} --depth-scale {depth_scale} --rung {rung}";
+  config.rungs = default_rungs(config);
+  config.rungs[1].build_timeout_s = 1200;
+  config.rungs[1].stages[1].timeout_s = 2000;
+  const auto wrap = [](const std::string& command) { return std::vector<std::string>{command}; };
+  const auto log = [](const std::string& name) { return std::filesystem::path(name + ".log"); };
+
+  auto base = local_stages(config, "/data", "/slot", 1, wrap, log);  // today's callers: rung 0
+  ASSERT_EQ(base.size(), 2u);
+  EXPECT_EQ(base[1].command, "train /data 300 1.0000 --depth-scale 1 --rung 0");
+  EXPECT_EQ(base[1].timeout_s, 900);
+  EXPECT_EQ(build_step(config, {}, "b.log").command, "make DEPTH_SCALE=1 RUNG=0");
+  EXPECT_EQ(build_step(config, {}, "b.log").timeout_s, 600);
+
+  auto twice = local_stages(config, 1, "/data", "/slot", 1.25, wrap, log);
+  ASSERT_EQ(twice.size(), 2u);
+  EXPECT_EQ(twice[1].command, "train /data 600 1.2500 --depth-scale 2 --rung 1");
+  EXPECT_THAT(twice[1].wrapper, ElementsAre(twice[1].command));
+  EXPECT_EQ(twice[1].timeout_s, 2000);
+  EXPECT_EQ(twice[1].expected_s, 640);  // 320 scaled by the budget
+  EXPECT_EQ(twice[0].timeout_s, 120);   // 60 scaled by the budget
+  const RunStep build = build_step(config, 1, {"box"}, "b.log");
+  EXPECT_EQ(build.command, "make DEPTH_SCALE=2 RUNG=1");
+  EXPECT_EQ(build.timeout_s, 1200);
+
+  config.slurm.build = SlurmBuild::kJob;
+  auto job = job_steps(config, 1, "/data", "/slot", "/logs/job.log");
+  ASSERT_EQ(job.size(), 3u);
+  EXPECT_EQ(job[0].command, "make DEPTH_SCALE=2 RUNG=1");
+  EXPECT_EQ(job[0].timeout_s, 1200);
+  EXPECT_EQ(job[0].expected_s, 0);
+  EXPECT_EQ(job[2].command, "train /data 600 1.0000 --depth-scale 2 --rung 1");
+  EXPECT_EQ(job[2].timeout_s, 2000);
+  EXPECT_THROW(job_steps(config, 2, "/data", "/slot", "/logs/job.log"), std::out_of_range);
+}
+
 }  // namespace
 }  // namespace ard

@@ -248,12 +248,12 @@ void Store::set_reapplied(int64_t id, const std::string& commit, const std::stri
 
 int64_t Store::begin_trial(int64_t experiment_id, const std::string& tag, const std::string& gpu,
                            const std::string& purpose, const std::string& commit, double budget_scale,
-                           int64_t calibration) {
+                           int64_t calibration, int rung) {
   db_.prepare(
-         "INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, budget_scale, calibration) "
-         "VALUES(?,?,?,?,?,?,?,?)")
+         "INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, budget_scale, calibration, rung) "
+         "VALUES(?,?,?,?,?,?,?,?,?)")
       .bind(1, experiment_id).bind(2, tag).bind(3, gpu).bind(4, purpose).bind(5, commit).bind(6, now_seconds())
-      .bind(7, budget_scale).bind(8, static_cast<long long>(calibration))
+      .bind(7, budget_scale).bind(8, static_cast<long long>(calibration)).bind(9, static_cast<long long>(rung))
       .run();
   return db_.last_insert_id();
 }
@@ -273,6 +273,47 @@ std::string Store::decision(int64_t id) {
   auto s = db_.prepare("SELECT decision FROM experiments WHERE id=?");
   s.bind(1, id);
   return s.step() ? s.text(0) : "";
+}
+
+int64_t Store::add_change_label(const ChangeLabelRow& row) {
+  db_.prepare("INSERT INTO change_labels(experiment_id, rung, label, evidence, decided_at) VALUES(?,?,?,?,?)")
+      .bind(1, row.experiment_id).bind(2, static_cast<long long>(row.rung)).bind(3, row.label).bind(4, row.evidence)
+      .bind(5, row.decided_at > 0 ? row.decided_at : now_seconds()).run();
+  return db_.last_insert_id();
+}
+
+namespace {
+constexpr const char* kLabelColumns = "SELECT l.id, l.experiment_id, l.rung, l.label, l.evidence, l.decided_at FROM change_labels l ";
+
+std::vector<ChangeLabelRow> read_labels(Statement& s) {
+  std::vector<ChangeLabelRow> out;
+  while (s.step())
+    out.push_back({s.integer(0), s.integer(1), static_cast<int>(s.integer(2)), s.text(3), s.text(4), s.real(5)});
+  return out;
+}
+}  // namespace
+
+std::vector<ChangeLabelRow> Store::change_labels(int64_t experiment_id) {
+  auto s = db_.prepare(std::string(kLabelColumns) + "WHERE l.experiment_id=? ORDER BY l.id");
+  s.bind(1, experiment_id);
+  return read_labels(s);
+}
+
+std::optional<ChangeLabelRow> Store::change_label(int64_t experiment_id, int rung) {
+  auto s = db_.prepare(std::string(kLabelColumns) + "WHERE l.experiment_id=? AND l.rung=? ORDER BY l.id DESC LIMIT 1");
+  s.bind(1, experiment_id).bind(2, static_cast<long long>(rung));
+  auto rows = read_labels(s);
+  if (rows.empty()) return std::nullopt;
+  return rows.front();
+}
+
+std::vector<ChangeLabelRow> Store::current_change_labels(const std::string& tag) {
+  auto s = db_.prepare(std::string(kLabelColumns) +
+                       "JOIN experiments e ON e.id = l.experiment_id WHERE e.tag=? AND l.id = "
+                       "(SELECT max(id) FROM change_labels m WHERE m.experiment_id = l.experiment_id AND m.rung = l.rung) "
+                       "ORDER BY l.experiment_id, l.rung");
+  s.bind(1, tag);
+  return read_labels(s);
 }
 
 void Store::add_noise_estimate(const std::string& tag, const NoiseRow& r) {
@@ -300,7 +341,7 @@ void Store::end_trial(int64_t trial_id, const std::string& status, std::optional
 namespace {
 constexpr const char* kTrialColumns =
     "SELECT id, experiment_id, gpu, purpose, commit_hash, started_at, ended_at, training_seconds, val_bpb, "
-    "coalesce(status, ''), budget_scale, calibration, num_steps, tokens, slurm_job_id, slurm_log, node FROM trials ";
+    "coalesce(status, ''), budget_scale, calibration, num_steps, tokens, slurm_job_id, slurm_log, node, rung FROM trials ";
 
 std::vector<TrialRow> read_trials(Statement& s) {
   std::vector<TrialRow> out;
@@ -309,7 +350,7 @@ std::vector<TrialRow> read_trials(Statement& s) {
     if (auto v = s.opt_real(12)) steps = static_cast<int64_t>(*v);
     out.push_back({s.integer(0), s.integer(1), s.text(2), s.text(3), s.text(4), s.real(5), s.opt_real(6),
                    s.opt_real(7), s.opt_real(8), s.text(9), s.real(10), s.integer(11), steps, s.opt_real(13),
-                   s.text(14), s.text(15), s.text(16)});
+                   s.text(14), s.text(15), s.text(16), static_cast<int>(s.integer(17))});
   }
   return out;
 }

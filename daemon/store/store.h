@@ -135,6 +135,18 @@ struct TrialRow {
   std::string slurm_job_id;  ///< the Slurm job it ran as ('' : a local trial)
   std::string slurm_log;     ///< that job's output file
   std::string node;          ///< the node the job ran on, once known
+  int rung = 0;              ///< the promotion rung it ran at (config.h, RungConfig); 0: as configured
+};
+
+/// A kept change's label at a rung (change_labels; decide/promotion.h gives
+/// the words and the evidence's JSON).
+struct ChangeLabelRow {
+  int64_t id = 0;
+  int64_t experiment_id = 0;
+  int rung = 1;
+  std::string label;             ///< transfers, scale_bound or untested
+  std::string evidence = "{}";   ///< the comparison that decided it, as JSON
+  double decided_at = 0;
 };
 
 /// One noise round's result (noise_estimates).
@@ -271,12 +283,23 @@ class Store : public llm::CallSink {
   // Trials: every execution of an experiment's stages on a GPU.
   int64_t begin_trial(int64_t experiment_id, const std::string& tag, const std::string& gpu,
                       const std::string& purpose, const std::string& commit, double budget_scale = 1,
-                      int64_t calibration = 0);
+                      int64_t calibration = 0, int rung = 0);
   /// The run's step count and tokens, from its summary.
   void set_trial_steps(int64_t trial_id, std::optional<int64_t> num_steps, std::optional<double> tokens);
   /// The keep rule's reason line, and the value the decision rests on (the mean of the runs).
   void set_decision(int64_t id, const std::string& reason, std::optional<double> mean_val_bpb);
   std::string decision(int64_t id);
+
+  // Promotion labels.
+  /// Records a change's label at a rung (decided_at: now when 0); returns its
+  /// id. A label outside the schema's words or a rung below 1 is a SqliteError.
+  int64_t add_change_label(const ChangeLabelRow& row);
+  /// Every label of the experiment, oldest first.
+  std::vector<ChangeLabelRow> change_labels(int64_t experiment_id);
+  /// The experiment's label at rung: the last decided, or nullopt when none was.
+  std::optional<ChangeLabelRow> change_label(int64_t experiment_id, int rung);
+  /// The last label of every experiment of tag at every rung, by experiment then rung.
+  std::vector<ChangeLabelRow> current_change_labels(const std::string& tag);
 
   // Noise rounds.
   void add_noise_estimate(const std::string& tag, const NoiseRow& row);

@@ -3,6 +3,8 @@
 #include "daemon/store/store.h"
 #include "daemon/util/clock.h"
 
+#include "daemon/schema_sql.h"  // kSchemaSql: the schema a test migrates from
+
 #include <chrono>
 #include <thread>
 
@@ -334,6 +336,86 @@ TEST(Store, TrialsRecordTheirSlurmJobAndOpenOnesAreFound) {
   EXPECT_EQ(all[0].slurm_job_id, "");
   store.close_open_trials();
   EXPECT_TRUE(store.open_slurm_trials().empty());
+}
+
+TEST(Store, TrialsRecordTheRungTheyRanAt) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  int64_t e = store.create_experiment("t", false, kBase, "", "offline", std::nullopt);
+  store.begin_trial(e, "t", "0", "candidate", kBase);
+  store.begin_trial(e, "t", "1", "promote", kBase, 1, 0, 2);
+  auto all = store.trials("t");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].rung, 0);
+  EXPECT_EQ(all[1].rung, 2);
+}
+
+TEST(Store, ChangeLabelsKeepEveryDecisionAndTheLastHolds) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  store.add_run("t", "autoresearch/t", kBase);
+  store.add_run("u", "autoresearch/u", kBase);
+  int64_t a = store.create_experiment("t", false, kBase, "", "offline", std::nullopt);
+  int64_t b = store.create_experiment("t", false, kBase, "", "offline", std::nullopt);
+  int64_t other = store.create_experiment("u", false, kBase, "", "offline", std::nullopt);
+  const std::string evidence = R"({"best_mean":0.98,"candidate_mean":0.97,"trials":[4,5]})";
+  store.add_change_label({0, a, 1, "untested", "{}", 100});
+  int64_t later = store.add_change_label({0, a, 1, "transfers", evidence, 200});
+  store.add_change_label({0, a, 2, "scale_bound", evidence, 0});  // decided now
+  store.add_change_label({0, b, 1, "scale_bound", evidence, 150});
+  store.add_change_label({0, other, 1, "transfers", "{}", 150});
+
+  auto labels = store.change_labels(a);
+  ASSERT_EQ(labels.size(), 3u);
+  EXPECT_EQ(labels[0].label, "untested");
+  EXPECT_EQ(labels[1].id, later);
+  EXPECT_EQ(labels[1].evidence, evidence);
+  EXPECT_DOUBLE_EQ(labels[1].decided_at, 200);
+  EXPECT_GT(labels[2].decided_at, 1e9);
+
+  auto at1 = store.change_label(a, 1);
+  ASSERT_TRUE(at1);
+  EXPECT_EQ(at1->label, "transfers");
+  EXPECT_EQ(at1->rung, 1);
+  EXPECT_EQ(store.change_label(b, 2), std::nullopt);
+
+  auto current = store.current_change_labels("t");
+  ASSERT_EQ(current.size(), 3u);  // a at rungs 1 and 2, b at rung 1; not tag u's
+  EXPECT_EQ(current[0].experiment_id, a);
+  EXPECT_EQ(current[0].label, "transfers");
+  EXPECT_EQ(current[1].rung, 2);
+  EXPECT_EQ(current[2].experiment_id, b);
+
+  EXPECT_THROW(store.add_change_label({0, a, 1, "maybe", "{}", 0}), SqliteError);
+  EXPECT_THROW(store.add_change_label({0, a, 0, "transfers", "{}", 0}), SqliteError);
+  EXPECT_THROW(store.add_change_label({0, 999, 1, "transfers", "{}", 0}), SqliteError);  // no such experiment
+}
+
+TEST(Store, MigratesAVersion13StoreWithItsTrialsAtRungZero) {
+  testing::TempDir dir;
+  const std::string path = (dir / "results.db").string();
+  {
+    const std::string schema = kSchemaSql;
+    const size_t v14 = schema.find("-- version 14");
+    ASSERT_NE(v14, std::string::npos);
+    Database raw(path);
+    raw.exec(schema.substr(0, v14));
+    raw.exec("PRAGMA user_version=13");
+    raw.exec("INSERT INTO runs(tag, branch, base_commit, created_at) VALUES('t', 'autoresearch/t', '" +
+             std::string(kBase) + "', 1)");
+    raw.exec("INSERT INTO experiments(tag, is_baseline, parent_commit, state, started_at) VALUES('t', 1, '" +
+             std::string(kBase) + "', 'kept', 1)");
+    raw.exec("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at) VALUES(1, 't', '0', "
+             "'baseline', '" + std::string(kBase) + "', 1)");
+  }
+  Store store(path);
+  EXPECT_EQ(store.version(), 14);
+  auto trials = store.trials("t");
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].rung, 0);
+  store.add_change_label({0, 1, 1, "transfers", "{}", 0});
+  EXPECT_EQ(store.change_labels(1).size(), 1u);
 }
 
 TEST(Store, LlmTotalsPerTag) {

@@ -1,0 +1,151 @@
+// See promotion.h.
+#include "daemon/decide/promotion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/util/text.h"
+
+namespace ard {
+
+std::string promotion_due(int kept_since_last_round, int every, double gpu_seconds_at_rungs,
+                          double gpu_seconds_total, double max_share, bool requested) {
+  if (kept_since_last_round < 1) return "";
+  every = std::max(every, 1);
+  if (!requested && kept_since_last_round < every) return "";
+  const double share = gpu_seconds_total > 0 ? gpu_seconds_at_rungs / gpu_seconds_total : 0;
+  if (!(share < max_share)) return "";
+  const std::string used = "rungs above 0 have used " + format_number(std::round(share * 1000) / 10) +
+                           "% of the GPU time (promote.max_share " + format_number(max_share * 100) + "%)";
+  if (requested) return "a round was requested with " + std::to_string(kept_since_last_round) + " kept change(s) to promote; " + used;
+  return std::to_string(kept_since_last_round) + " kept change(s) since the last round (promote.every " +
+         std::to_string(every) + "); " + used;
+}
+
+namespace {
+
+/// Why a size is not usable, or "".
+std::string missing_size(const ModelSize& size, const std::string& whose) {
+  if (!size.depth || !std::isfinite(*size.depth) || *size.depth <= 0) return whose + " reported no valid depth";
+  if (!size.num_params_m || !std::isfinite(*size.num_params_m) || *size.num_params_m <= 0)
+    return whose + " reported no valid num_params_M";
+  return "";
+}
+
+}  // namespace
+
+std::string rung_size_check(const ModelSize& rung0, const ModelSize& rung, double depth_scale) {
+  if (std::string why = missing_size(rung0, "the rung-0 run"); !why.empty()) return why;
+  if (std::string why = missing_size(rung, "the run at the rung"); !why.empty()) return why;
+  const double expected = *rung0.depth * depth_scale;
+  if (*rung.depth != std::floor(expected) && *rung.depth != std::ceil(expected))
+    return "depth " + format_number(*rung.depth) + " where the rung asks " + format_number(*rung0.depth) + " x " +
+           format_number(depth_scale) + " = " + format_number(expected);
+  if (depth_scale > 1 ? !(*rung.num_params_m > *rung0.num_params_m) : *rung.num_params_m < *rung0.num_params_m)
+    return "num_params_M " + format_number(*rung.num_params_m) + (depth_scale > 1 ? " did not grow from " : " shrank from ") +
+           format_number(*rung0.num_params_m) + " at rung 0";
+  return "";
+}
+
+const char* to_string(LabelKind kind) {
+  switch (kind) {
+    case LabelKind::kTransfers: return "transfers";
+    case LabelKind::kScaleBound: return "scale_bound";
+    case LabelKind::kUntested: return "untested";
+  }
+  return "untested";
+}
+
+std::optional<LabelKind> parse_label_kind(const std::string& word) {
+  for (LabelKind kind : {LabelKind::kTransfers, LabelKind::kScaleBound, LabelKind::kUntested})
+    if (word == to_string(kind)) return kind;
+  return std::nullopt;
+}
+
+std::string evidence_json(const std::optional<RungEvidence>& evidence) {
+  if (!evidence) return "{}";
+  nlohmann::json j = {{"best_mean", evidence->best_mean}, {"candidate_mean", evidence->candidate_mean},
+                      {"best_n", evidence->best_n},       {"candidate_n", evidence->candidate_n},
+                      {"sigma", evidence->sigma},         {"delta", evidence->delta},
+                      {"trials", evidence->trials}};
+  return j.dump();
+}
+
+std::optional<RungEvidence> parse_evidence_json(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw std::invalid_argument("label evidence: not a JSON object");
+  if (j.empty()) return std::nullopt;
+  const auto number = [&](const char* key) {
+    if (!j.contains(key) || !j[key].is_number()) throw std::invalid_argument(std::string("label evidence: ") + key + ": expected a number");
+    return j[key].get<double>();
+  };
+  const auto count = [&](const char* key) {
+    if (!j.contains(key) || !j[key].is_number_integer()) throw std::invalid_argument(std::string("label evidence: ") + key + ": expected an integer");
+    return j[key].get<int>();
+  };
+  RungEvidence e;
+  e.best_mean = number("best_mean");
+  e.candidate_mean = number("candidate_mean");
+  e.best_n = count("best_n");
+  e.candidate_n = count("candidate_n");
+  e.sigma = number("sigma");
+  e.delta = number("delta");
+  if (!j.contains("trials") || !j["trials"].is_array()) throw std::invalid_argument("label evidence: trials: expected an array");
+  for (const auto& t : j["trials"]) {
+    if (!t.is_number_integer()) throw std::invalid_argument("label evidence: trials: expected trial ids");
+    e.trials.push_back(t.get<int64_t>());
+  }
+  return e;
+}
+
+Bisection::Bisection(std::vector<int64_t> stack, int rung) : stack_(std::move(stack)), rung_(rung) {
+  if (stack_.empty()) throw std::invalid_argument("a promotion round needs at least one kept change");
+  hi_ = stack_.size();
+}
+
+std::optional<size_t> Bisection::next() const {
+  if (!whole_done_) return stack_.size();
+  if (hi_ > lo_ + 1) return (lo_ + hi_) / 2;
+  return std::nullopt;
+}
+
+void Bisection::record(size_t prefix, bool improved, const RungEvidence& evidence) {
+  const std::optional<size_t> asked = next();
+  if (!asked) throw std::logic_error("the promotion round's labels are final");
+  if (prefix != *asked)
+    throw std::logic_error("prefix " + std::to_string(prefix) + " recorded where prefix " + std::to_string(*asked) + " was asked");
+  ++comparisons_;
+  whole_done_ = true;
+  if (improved) {
+    lo_ = prefix;
+    lo_evidence_ = evidence;
+    if (prefix == stack_.size()) hi_ = prefix + 1;  // the whole stack: no change fails
+  } else {
+    hi_ = prefix;
+    hi_evidence_ = evidence;
+  }
+}
+
+std::vector<std::pair<int64_t, Label>> Bisection::labels() const {
+  if (!done()) throw std::logic_error("the promotion round is not done");
+  std::vector<std::pair<int64_t, Label>> out;
+  for (size_t i = 1; i <= stack_.size(); ++i) {
+    Label label{LabelKind::kUntested, rung_, std::nullopt};
+    if (i <= lo_) label = {LabelKind::kTransfers, rung_, lo_evidence_};
+    else if (i == hi_) label = {LabelKind::kScaleBound, rung_, hi_evidence_};
+    out.emplace_back(stack_[i - 1], label);
+  }
+  return out;
+}
+
+int Bisection::max_comparisons(size_t m) {
+  int search = 0;
+  for (size_t span = 1; span < m; span *= 2) ++search;  // ⌈log2 m⌉
+  return 1 + search;
+}
+
+}  // namespace ard

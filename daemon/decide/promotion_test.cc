@@ -1,0 +1,192 @@
+// Tests of promotion's pure core: when a round is due, the size check of a run
+// at a rung, labels and their evidence as text, and the bisection's plan
+// against every position of a change that does not transfer.
+#include "daemon/decide/promotion.h"
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+
+#include <gmock/gmock.h>
+
+namespace ard {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Promotion, DueAfterEveryKeptChangesWhileUnderTheShare) {
+  EXPECT_EQ(promotion_due(4, 5, 0, 1000, 0.25), "");
+  EXPECT_EQ(promotion_due(5, 5, 100, 1000, 0.25),
+            "5 kept change(s) since the last round (promote.every 5); rungs above 0 have used 10% of the GPU time "
+            "(promote.max_share 25%)");
+  EXPECT_EQ(promotion_due(7, 5, 0, 0, 0.25).empty(), false);  // no GPU time yet: share 0
+  EXPECT_EQ(promotion_due(5, 5, 250, 1000, 0.25), "");         // the share is used up
+  EXPECT_EQ(promotion_due(5, 5, 300, 1000, 0.25), "");
+  EXPECT_EQ(promotion_due(1, 0, 0, 10, 0.25).empty(), false);  // every < 1 is 1
+}
+
+TEST(Promotion, ARequestedRoundNeedsOneKeptChangeAndTheShare) {
+  EXPECT_THAT(promotion_due(2, 5, 0, 1000, 0.25, true), HasSubstr("a round was requested with 2 kept change(s)"));
+  EXPECT_EQ(promotion_due(0, 5, 0, 1000, 0.25, true), "");
+  EXPECT_EQ(promotion_due(2, 5, 500, 1000, 0.25, true), "");
+}
+
+TEST(Promotion, RungSizeMustBeTheScaledDepthWithMoreParameters) {
+  const ModelSize base{8, 50};
+  EXPECT_EQ(rung_size_check(base, {16, 95}, 2), "");
+  EXPECT_EQ(rung_size_check(base, {8, 95}, 2), "depth 8 where the rung asks 8 x 2 = 16");
+  EXPECT_EQ(rung_size_check(base, {16, 50}, 2), "num_params_M 50 did not grow from 50 at rung 0");
+  EXPECT_EQ(rung_size_check(base, {8, 50}, 1), "");
+  EXPECT_EQ(rung_size_check(base, {8, 40}, 1), "num_params_M 40 shrank from 50 at rung 0");
+  // 8 x 1.5625 = 12.5: either whole number next to it.
+  EXPECT_EQ(rung_size_check(base, {12, 70}, 1.5625), "");
+  EXPECT_EQ(rung_size_check(base, {13, 70}, 1.5625), "");
+  EXPECT_THAT(rung_size_check(base, {14, 70}, 1.5625), HasSubstr("depth 14 where the rung asks"));
+  EXPECT_EQ(rung_size_check(base, {std::nullopt, 95}, 2), "the run at the rung reported no valid depth");
+  EXPECT_EQ(rung_size_check(base, {16, std::nullopt}, 2), "the run at the rung reported no valid num_params_M");
+  EXPECT_EQ(rung_size_check(base, {16, NAN}, 2), "the run at the rung reported no valid num_params_M");
+  EXPECT_EQ(rung_size_check({std::nullopt, 50}, {16, 95}, 2), "the rung-0 run reported no valid depth");
+}
+
+TEST(Promotion, LabelKindsReadBackAndNothingElseDoes) {
+  for (LabelKind kind : {LabelKind::kTransfers, LabelKind::kScaleBound, LabelKind::kUntested})
+    EXPECT_EQ(parse_label_kind(to_string(kind)), kind);
+  EXPECT_STREQ(to_string(LabelKind::kScaleBound), "scale_bound");
+  EXPECT_EQ(parse_label_kind("Transfers"), std::nullopt);
+  EXPECT_EQ(parse_label_kind(""), std::nullopt);
+}
+
+TEST(Promotion, EvidenceReadsBackFromItsJson) {
+  const RungEvidence e{0.981, 0.975, 3, 4, 0.002, 0.006, {11, 12, 15}};
+  EXPECT_EQ(parse_evidence_json(evidence_json(e)), e);
+  EXPECT_EQ(evidence_json(std::nullopt), "{}");
+  EXPECT_EQ(parse_evidence_json("{}"), std::nullopt);
+  EXPECT_EQ(parse_evidence_json(""), std::nullopt);
+  EXPECT_THROW(parse_evidence_json("[1]"), std::invalid_argument);
+  EXPECT_THROW(parse_evidence_json("{"), std::invalid_argument);
+  try {
+    parse_evidence_json(R"({"best_mean":1,"candidate_mean":1,"best_n":1.5})");
+    ADD_FAILURE() << "a fractional run count was read";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "label evidence: best_n: expected an integer");
+  }
+}
+
+// change_labels.label's CHECK in results.db.schema names exactly the kinds' words.
+TEST(Promotion, TheSchemaAllowsExactlyTheLabelWords) {
+  std::ifstream in(std::string(ARD_SOURCE_DIR) + "/results.db.schema");
+  ASSERT_TRUE(in) << "results.db.schema not found";
+  std::stringstream text;
+  text << in.rdbuf();
+  std::smatch m;
+  const std::string schema = text.str();
+  ASSERT_TRUE(std::regex_search(schema, m, std::regex(R"(label\s+TEXT NOT NULL CHECK \(label IN \(([^)]*)\)\))")));
+  const std::string list = m[1];
+  std::vector<std::string> listed;
+  const std::regex word("'([a-z_]+)'");
+  for (std::sregex_iterator it(list.begin(), list.end(), word), end; it != end; ++it) listed.push_back((*it)[1]);
+  EXPECT_EQ(listed, (std::vector<std::string>{to_string(LabelKind::kTransfers), to_string(LabelKind::kScaleBound),
+                                              to_string(LabelKind::kUntested)}));
+}
+
+RungEvidence evidence_of(size_t prefix) { return RungEvidence{1, 1, 3, 3, 0.01, 0, {static_cast<int64_t>(prefix)}}; }
+
+/// Runs a round over changes 101..100+m whose prefix k improves iff improves(k).
+Bisection run_round(size_t m, const std::function<bool(size_t)>& improves, std::vector<size_t>* asked = nullptr) {
+  std::vector<int64_t> stack;
+  for (size_t i = 1; i <= m; ++i) stack.push_back(100 + static_cast<int64_t>(i));
+  Bisection round(stack, 1);
+  while (auto prefix = round.next()) {
+    if (asked) asked->push_back(*prefix);
+    round.record(*prefix, improves(*prefix), evidence_of(*prefix));
+  }
+  return round;
+}
+
+TEST(Promotion, AStackThatImprovesAtTheRungTransfersWholeInOneComparison) {
+  std::vector<size_t> asked;
+  Bisection round = run_round(5, [](size_t) { return true; }, &asked);
+  EXPECT_EQ(asked, std::vector<size_t>{5});
+  EXPECT_EQ(round.comparisons(), 1);
+  EXPECT_EQ(round.improved_prefix(), 5u);
+  for (const auto& [change, label] : round.labels()) {
+    EXPECT_EQ(label.kind, LabelKind::kTransfers) << change;
+    EXPECT_EQ(label.rung, 1);
+    EXPECT_EQ(label.evidence, evidence_of(5));
+  }
+}
+
+TEST(Promotion, BisectionFindsTheFirstChangeThatDoesNotTransferAtEveryPosition) {
+  for (size_t m = 1; m <= 17; ++m) {
+    for (size_t bad = 1; bad <= m; ++bad) {
+      std::vector<size_t> asked;
+      Bisection round = run_round(m, [&](size_t prefix) { return prefix < bad; }, &asked);
+      SCOPED_TRACE("m " + std::to_string(m) + ", first bad " + std::to_string(bad));
+      EXPECT_EQ(asked.front(), m);  // the whole stack first
+      EXPECT_LE(round.comparisons(), Bisection::max_comparisons(m));
+      EXPECT_EQ(round.improved_prefix(), bad - 1);
+      const auto labels = round.labels();
+      ASSERT_EQ(labels.size(), m);
+      for (size_t i = 1; i <= m; ++i) {
+        const auto& [change, label] = labels[i - 1];
+        EXPECT_EQ(change, 100 + static_cast<int64_t>(i));
+        if (i < bad) {
+          EXPECT_EQ(label.kind, LabelKind::kTransfers);
+          EXPECT_EQ(label.evidence, evidence_of(bad - 1));  // the longest prefix that improved
+        } else if (i == bad) {
+          EXPECT_EQ(label.kind, LabelKind::kScaleBound);
+          EXPECT_EQ(label.evidence, evidence_of(bad));  // the shortest prefix that did not
+        } else {
+          EXPECT_EQ(label.kind, LabelKind::kUntested);
+          EXPECT_EQ(label.evidence, std::nullopt);
+        }
+      }
+    }
+  }
+}
+
+TEST(Promotion, TheCostIsOnePlusTheCeilingOfLog2) {
+  EXPECT_EQ(Bisection::max_comparisons(1), 1);
+  EXPECT_EQ(Bisection::max_comparisons(2), 2);
+  EXPECT_EQ(Bisection::max_comparisons(5), 4);
+  EXPECT_EQ(Bisection::max_comparisons(8), 4);
+  EXPECT_EQ(Bisection::max_comparisons(9), 5);
+  // The bound is reached: 8 changes, the last one scale-bound.
+  EXPECT_EQ(run_round(8, [](size_t prefix) { return prefix < 8; }).comparisons(), 4);
+}
+
+TEST(Promotion, WithoutMonotonePrefixesTheScaleBoundChangeStillEndsAnImprovement) {
+  // Prefix 2 does not improve but 3 does again: whichever change is found, the
+  // prefix before it improved (or is the rung's best) and its own did not.
+  const std::vector<bool> improves = {false, true, false, true, true, false, false};  // prefixes 1..7
+  std::vector<size_t> asked;
+  Bisection round = run_round(7, [&](size_t prefix) { return improves[prefix - 1]; }, &asked);
+  const size_t lo = round.improved_prefix();
+  EXPECT_TRUE(lo == 0 || improves[lo - 1]);
+  EXPECT_FALSE(improves[lo]);
+  EXPECT_EQ(round.labels()[lo].second.kind, LabelKind::kScaleBound);
+}
+
+TEST(Promotion, TheRoundRefusesWhatItDidNotAsk) {
+  EXPECT_THROW(Bisection({}, 1), std::invalid_argument);
+  Bisection round({7, 8, 9, 10}, 2);
+  EXPECT_EQ(round.next(), 4u);
+  EXPECT_THROW(round.labels(), std::logic_error);
+  EXPECT_THROW(round.record(2, true, {}), std::logic_error);
+  round.record(4, false, {});
+  EXPECT_EQ(round.next(), 2u);
+  round.record(2, true, {});
+  EXPECT_EQ(round.next(), 3u);
+  round.record(3, true, {});
+  EXPECT_TRUE(round.done());
+  EXPECT_THROW(round.record(3, true, {}), std::logic_error);
+  const auto labels = round.labels();
+  EXPECT_EQ(labels[3].first, 10);
+  EXPECT_EQ(labels[3].second.kind, LabelKind::kScaleBound);
+  EXPECT_EQ(labels[3].second.rung, 2);
+}
+
+}  // namespace
+}  // namespace ard
