@@ -315,7 +315,8 @@ void validate_tag(const std::string& tag) {
 std::vector<StageConfig> default_stages(double budget_s, double startup_s) {
   return {
       {"check", "build/trainer/train --check", 300, 60},
-      {"train", "build/trainer/train --data {data_dir} --budget-scale {budget_scale}", 2 * budget_s + startup_s, budget_s + startup_s},
+      {"train", "build/trainer/train --data {data_dir} --time-budget {budget} --budget-scale {budget_scale} --depth-scale {depth_scale}",
+       2 * budget_s + startup_s, budget_s + startup_s},
   };
 }
 

@@ -34,7 +34,8 @@ TEST(Config, EmptyFileGivesTheDefaults) {
   ASSERT_EQ(c.stages.size(), 2u);
   EXPECT_EQ(c.stages[0].name, "check");
   EXPECT_EQ(c.stages[0].command, "build/trainer/train --check");
-  EXPECT_EQ(c.stages[1].command, "build/trainer/train --data {data_dir} --budget-scale {budget_scale}");
+  EXPECT_EQ(c.stages[1].command,
+            "build/trainer/train --data {data_dir} --time-budget {budget} --budget-scale {budget_scale} --depth-scale {depth_scale}");
   EXPECT_DOUBLE_EQ(c.stages[1].timeout_s, 2 * 300 + 120);
   EXPECT_TRUE(c.data.enabled);
   EXPECT_EQ(c.data.train, std::vector<std::string>{"../shared/corpus/train.jsonl.xz"});

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <cmath>
 #include <sstream>
 #include <thread>
 
@@ -31,6 +32,16 @@ double number(const std::vector<std::string>& lines, const std::string& key, dou
   for (const auto& l : lines)
     if (l.rfind(key + " ", 0) == 0) return std::atof(l.c_str() + key.size() + 1);
   return fallback;
+}
+
+/// An `effect X [scaled Y] ...` line's effect: X, or at depth_scale > 1 Y where the line gives one.
+double line_effect(const std::string& line, double depth_scale) {
+  std::istringstream words(line.substr(7));
+  double effect = 0, scaled = 0;
+  std::string word;
+  if (!(words >> effect)) return 0;
+  if (depth_scale > 1 && words >> word && word == "scaled" && words >> scaled) return scaled;
+  return effect;
 }
 
 /// The board's speed from FAKE_GPU_SPEED / FAKE_GPU_SPEEDS, or why not.
@@ -58,7 +69,8 @@ std::variant<SimRunFlags, std::string> parse_sim_run_flags(const std::vector<std
       continue;
     }
     if (flag == "--data" && i + 1 >= words.size()) continue;  // `--data {data_dir}` with the data step off
-    if (flag != "--data" && flag != "--budget" && flag != "--budget-scale" && flag != "--nonce")
+    if (flag != "--data" && flag != "--budget" && flag != "--budget-scale" && flag != "--nonce" &&
+        flag != "--depth-scale")
       return flag + ": unknown flag";
     if (i + 1 >= words.size()) return flag + ": missing value";
     const std::string& value = words[++i];
@@ -69,8 +81,11 @@ std::variant<SimRunFlags, std::string> parse_sim_run_flags(const std::vector<std
     char* end = nullptr;
     if (flag == "--budget") f.budget_s = std::strtod(value.c_str(), &end);
     else if (flag == "--budget-scale") f.budget_scale = std::strtod(value.c_str(), &end);
+    else if (flag == "--depth-scale") f.depth_scale = std::strtod(value.c_str(), &end);
     else f.nonce = std::strtoull(value.c_str(), &end, 10);
     if (value.empty() || *end != '\0') return flag + ": not a number: '" + value + "'";
+    if (flag == "--depth-scale" && !(f.depth_scale >= 1 && f.depth_scale <= 64))
+      return flag + ": must be from 1 to 64, got " + value;
   }
   return f;
 }
@@ -120,10 +135,14 @@ int sim_simulate(const std::string& file, const SimRunFlags& f, std::ostream& ou
   const uint64_t nonce =
       f.nonce ? *f.nonce
               : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  // A larger rung: each step costs depth_scale times as much, on a line lower by 0.02 per doubling.
+  const double scale = f.depth_scale;
+  w.step_cost *= scale;
+  w.a -= 0.02 * std::log2(scale);
   const long steps = sim_board::steps(f.budget_s, f.budget_scale, std::get<double>(speed), w.step_cost);
   double effect = 0;  // every effect line counts, so kept changes add up
   for (const auto& l : lines)
-    if (l.rfind("effect ", 0) == 0) effect += std::atof(l.c_str() + 7);
+    if (l.rfind("effect ", 0) == 0) effect += line_effect(l, scale);
   const double v = sim_board::val_bpb(w, steps, effect, sim_board::run_seed(content, nonce));
   out << "step 0 | loss 9.01" << std::endl;
   std::this_thread::sleep_for(std::chrono::duration<double>(number(lines, "seconds", 0.05)));
@@ -137,11 +156,12 @@ int sim_simulate(const std::string& file, const SimRunFlags& f, std::ostream& ou
                 "mfu_percent:      39.80\n"
                 "total_tokens_M:   %.1f\n"
                 "num_steps:        %ld\n"
-                "num_params_M:     0.1\n"
-                "depth:            2\n"
+                "num_params_M:     %.1f\n"
+                "depth:            %ld\n"
                 "budget_scale:     %.4f\n",
                 v, f.budget_s * f.budget_scale, f.budget_s * f.budget_scale + 10, number(lines, "vram", 1024),
-                static_cast<double>(steps) * 0.524288, steps, f.budget_scale);
+                static_cast<double>(steps) * 0.524288, steps, 0.1 * scale * scale * scale, std::lround(2 * scale),
+                f.budget_scale);
   out << block << std::flush;
   return 0;
 }
@@ -149,7 +169,7 @@ int sim_simulate(const std::string& file, const SimRunFlags& f, std::ostream& ou
 int sim_trainer_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const char* usage =
       "usage: autoresearchd sim-trainer build FILE | run FILE [--check] [--data DIR] [--budget S] "
-      "[--budget-scale F] [--nonce N]\n";
+      "[--budget-scale F] [--depth-scale S] [--nonce N]\n";
   if (args.size() >= 2 && args[0] == "build" && args.size() == 2) return sim_build(args[1], out, err);
   if (args.size() < 2 || args[0] != "run") {
     err << usage;

@@ -16,7 +16,9 @@
 //
 //   effect 0.0045     a true improvement of val_bpb (> 0: better). Every such
 //                     line counts, so changes kept one after another add up;
-//                     text after the number is free (a name, a note)
+//                     text after the number is free (a name, a note), but
+//                     `effect 0.0045 scaled 0.001` gives the effect at a larger
+//                     rung (--depth-scale > 1) too: without it the effect is the same there
 //   bpb_a, bpb_b      the world's val_bpb line a + b·steps (sim_board.h)
 //   noise_sigma       run-to-run noise σ of val_bpb
 //   step_cost         seconds per step at speed 1
@@ -29,10 +31,14 @@
 // steps = floor(budget × scale × speed / step_cost) and val_bpb = a + b·steps
 // − Σeffect + N(0, σ), the draw seeded by the file's content and --nonce (a run
 // without --nonce takes the clock's nanoseconds: a fresh draw), and prints the
-// trainer's summary block (docs/CONTRACTS.md).
+// trainer's summary block (docs/CONTRACTS.md). --depth-scale S is a larger
+// rung: steps cost S times as much, the line's a is lower by 0.02·log2(S), the
+// effects are the lines' scaled ones, and the summary reports depth 2·S and
+// num_params_M 0.1·S³ (the size a rung's run must show).
 //
 //   autoresearchd sim-trainer build FILE
-//   autoresearchd sim-trainer run FILE [--check] [--data DIR] [--budget S] [--budget-scale F] [--nonce N]
+//   autoresearchd sim-trainer run FILE [--check] [--data DIR] [--budget S] [--budget-scale F]
+//                                     [--depth-scale S] [--nonce N]
 #pragma once
 
 #include <cstdint>
@@ -50,6 +56,7 @@ struct SimRunFlags {
   std::string data;                ///< --data DIR: must be a directory (empty: not given)
   double budget_s = 300;           ///< --budget
   double budget_scale = 1;         ///< --budget-scale
+  double depth_scale = 1;          ///< --depth-scale: a larger rung, 1 to 64
   std::optional<uint64_t> nonce;   ///< --nonce: the noise draw's nonce (none: the clock)
 };
 

@@ -58,20 +58,47 @@ TEST(SimTrainer, ABuildErrorLineFailsTheBuildAtThatLine) {
   EXPECT_EQ(err3.str(), "sim-trainer: cannot read " + (dir / "missing.sim").string() + "\n");
 }
 
+/// A world without noise: val_bpb = 1.05 − 0.00003·steps − effects, 4000 steps a second.
+const std::string kQuietWorld = "seconds 0\nbpb_a 1.05\nbpb_b -0.00003\nnoise_sigma 0\nstep_cost 0.00025\n";
+
+SimRunFlags run_for(double budget_s, double depth_scale = 1) {
+  SimRunFlags f;
+  f.budget_s = budget_s;
+  f.depth_scale = depth_scale;
+  f.nonce = 1;
+  return f;
+}
+
 TEST(SimTrainer, ARunReportsTheWorldLessTheEffects) {
   testing::TempDir dir;
-  const std::string world = "seconds 0\nbpb_a 1.05\nbpb_b -0.00003\nnoise_sigma 0\nstep_cost 0.00025\n";
-  testing::write_file(dir / "t.sim", world + "effect 0.01 a\neffect +0.005 b\neffect -0.002 c\n");
-  SimRunFlags f;
-  f.budget_s = 0.5;
-  f.nonce = 1;
-  SimOutput r = simulate(dir / "t.sim", f);
+  testing::write_file(dir / "t.sim", kQuietWorld + "effect 0.01 a\neffect +0.005 b\neffect -0.002 c\n");
+  SimOutput r = simulate(dir / "t.sim", run_for(0.5));
   ASSERT_EQ(r.rc, 0) << r.err;
   SummaryParse p = parse_summary(r.out, kKeys);
   ASSERT_TRUE(p.summary) << r.out;
   EXPECT_EQ(p.summary->values.at("num_steps"), 2000);  // 0.5 s / 0.00025 s a step
   EXPECT_NEAR(p.summary->values.at("val_bpb"), 1.05 - 0.00003 * 2000 - 0.013, 1e-6);
   EXPECT_EQ(p.summary->values.at("training_seconds"), 0.5);
+}
+
+TEST(SimTrainer, ALargerRungRunsDeeperSlowerAndWithEachLinesScaledEffect) {
+  testing::TempDir dir;
+  testing::write_file(dir / "t.sim", kQuietWorld + "effect 0.01 scaled 0 a\neffect 0.005 b\n");
+  const std::vector<std::string> keys = {"val_bpb", "num_steps", "depth", "num_params_M"};
+  SummaryParse small = parse_summary(simulate(dir / "t.sim", run_for(1)).out, keys);
+  ASSERT_TRUE(small.summary);
+  EXPECT_EQ(small.summary->values.at("depth"), 2);
+  EXPECT_NEAR(small.summary->values.at("val_bpb"), 1.05 - 0.00003 * 4000 - 0.015, 1e-6);
+  // the default ladder's rung: twice the depth, twice the budget
+  SummaryParse large = parse_summary(simulate(dir / "t.sim", run_for(2, 2)).out, keys);
+  ASSERT_TRUE(large.summary);
+  EXPECT_EQ(large.summary->values.at("num_steps"), 4000);  // each step costs twice as much
+  EXPECT_EQ(large.summary->values.at("depth"), 4);
+  EXPECT_EQ(large.summary->values.at("num_params_M"), 0.8);
+  // a lower by 0.02 per doubling; the first change does not transfer (scaled 0), the second does
+  EXPECT_NEAR(large.summary->values.at("val_bpb"), 1.05 - 0.02 - 0.00003 * 4000 - 0.005, 1e-6);
+  EXPECT_EQ(std::get<std::string>(parse_sim_run_flags({"--depth-scale", "0.5"})),
+            "--depth-scale: must be from 1 to 64, got 0.5");
 }
 
 TEST(SimTrainer, NoiseIsSeededByTheContentAndTheNonce) {

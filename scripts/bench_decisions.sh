@@ -26,6 +26,9 @@
 # and a third RESULT line (board bias has no meaning on one board):
 #   RESULT gpus=1 b=... null_keep_rate=... true_keep_rate=... repeat_share=...
 # ONLY_GPUS=1 runs only those nights; ONLY_GPUS=4 only the 4-board ones.
+# Each run's noise comes from the night's seed and a count of its runs (bench_night.py), so a
+# night on one GPU, whose runs come in one order, decides the same each time: two trees are
+# compared night by night on the same seeds. On 4 boards the order follows the timing.
 #
 #   scripts/bench_decisions.sh [BUILD_DIR]     (default: build)
 #   env: NIGHTS (1), COUNT (300), GPU1_NIGHTS (8), GPU1_COUNT (120), ONLY_GPUS, SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night), SEED (1), OLD_RULE (1), SIM (0),

@@ -8,7 +8,10 @@
       scripted proposer: candidate N replaces its slot's line with its true
       effect over the best of the moment) and autoresearch.toml: 4 fake GPUs
       at 0.95, 0.98, 1.00 and 1.03 x speed, the budget scale passed on
-      (--gpus 1: one fake GPU at 1.00 x speed, the common case).
+      (--gpus 1: one fake GPU at 1.00 x speed, the common case). Each run's
+      noise is drawn from its content and a count of the night's runs (a
+      counter file beside REPO), so a night on one GPU, where the runs come in
+      the same order, is the same night each time it runs with its seed.
       --rule old: no noise rounds, no confirmations, no calibration: strictly
       lower than the best decides (the rule before the keep rule).
   bench_night.py figures RESULTS_DB LABEL
@@ -46,6 +49,10 @@ def setup(argv):
         effects.append(float(line.split("\t")[0]))
     repo = Path(o.repo)
     (repo / "trainer/harness").mkdir(parents=True)
+    # The night's n-th run draws its noise from seed and n (sim_trainer's --nonce), not the clock.
+    counter = repo.parent / "runs"
+    nonce = (f"$(flock {counter}.lock sh -c 'n=$(cat {counter} 2>/dev/null || echo 0); "
+             f"echo $((n+1)) > {counter}; echo $(({o.seed}*1000003+n))')")
     lines = [f"seconds {o.seconds}", f"bpb_a {o.a}", f"bpb_b {o.b}", "noise_sigma 0.0015", "step_cost 0.1",
              f"night seed {o.seed}"]
     for i in range(1, len(effects) + 1):
@@ -73,13 +80,13 @@ command = "{o.fake} build trainer/train.cu"
 timeout_s = 60
 [[stage]]
 name = "train"
-command = "FAKE_GPU_SPEEDS={speeds} {o.fake} run trainer/train.cu --budget 300 --budget-scale {{budget_scale}}"
+command = "FAKE_GPU_SPEEDS={speeds} {o.fake} run trainer/train.cu --budget 300 --budget-scale {{budget_scale}} --nonce {nonce}"
 timeout_s = 120
 [data]
 enabled = false
 [preflight]
 gpu = "off"
-[sandbox]
+[sandbox]                # off: the night measures decisions, and its runs share the counter beside the repo
 mode = "off"
 [logs]
 keep_days = 0

@@ -538,7 +538,7 @@ class ProbeAdapter final : public harness::ProbeModel {
 int train(const harness::RunOptions& opt) {
   harness::TokenShard train_shard(opt.data_dir, "train"), val_shard(opt.data_dir, "val");
   const std::vector<int32_t> token_bytes = harness::load_token_bytes(opt.data_dir);
-  const Config cfg = config_for_depth(DEPTH);
+  const Config cfg = config_for_depth(DEPTH * opt.depth_scale);  // --depth-scale: the same model, larger
   const int B = DEVICE_BATCH_ROWS, T = cfg.seq_len;
   const long micro_tokens = long(B) * T;
   if (TOTAL_BATCH_TOKENS % micro_tokens != 0) throw std::runtime_error("TOTAL_BATCH_TOKENS is not a multiple of DEVICE_BATCH_ROWS * seq_len");
@@ -656,6 +656,7 @@ int train(const harness::RunOptions& opt) {
   s.depth = cfg.depth;
   s.time_budget = opt.time_budget;
   s.budget_scale = opt.budget_scale;
+  s.depth_scale = opt.depth_scale;
   s.fixed_steps = opt.steps;
   s.eval_tokens = opt.eval_tokens;
   harness::print_summary(s);

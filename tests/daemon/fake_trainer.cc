@@ -42,7 +42,7 @@
 // it documents; this file keeps only the test-only modes above.
 //
 //   fake_trainer build FILE
-//   fake_trainer run FILE [--check] [--data DIR] [--budget S] [--budget-scale F] [--nonce N]
+//   fake_trainer run FILE [--check] [--data DIR] [--budget S] [--budget-scale F] [--depth-scale S] [--nonce N]
 //       (--data: the dir must exist)
 //   fake_trainer prepare --train F --val F [--field X] [--cache DIR]
 //       speaks prepare's protocol: checks its inputs exist, makes DIR/dataset

@@ -17,11 +17,12 @@ namespace harness {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: train --data DIR [--time-budget S] [--budget-scale F] [--steps N] [--eval-tokens N]\n"
-    "             [--seed N] [--check] [--dump-init DIR]\n"
+    "usage: train --data DIR [--time-budget S] [--budget-scale F] [--depth-scale N] [--steps N]\n"
+    "             [--eval-tokens N] [--seed N] [--check] [--dump-init DIR]\n"
     "  --data DIR        prepared dataset directory (the last line of prepare's output)\n"
     "  --time-budget S   seconds of counted training (default 300)\n"
     "  --budget-scale F  the board's calibration: train budget × F seconds (default 1, 0.5 to 2)\n"
+    "  --depth-scale N   the model N times as deep: a larger rung (default 1, 1 to 8)\n"
     "  --steps N         run exactly N steps instead of the time budget\n"
     "  --eval-tokens N   validation target tokens for val_bpb (default 2097152)\n"
     "  --seed N          random seed (default 42)\n"
@@ -95,6 +96,11 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.budget_scale = parse_positive_double(arg, text);
       if (o.budget_scale < kMinBudgetScale || o.budget_scale > kMaxBudgetScale)
         bad(arg, "must be in [0.5, 2], got " + text);
+    } else if (arg == "--depth-scale") {
+      const std::string text = take_value();
+      const long scale = parse_positive_long(arg, text);
+      if (scale > kMaxDepthScale) bad(arg, "must be at most " + std::to_string(kMaxDepthScale) + ", got " + text);
+      o.depth_scale = static_cast<int>(scale);
     } else if (arg == "--steps") {
       o.steps = parse_positive_long(arg, take_value());
     } else if (arg == "--eval-tokens") {
@@ -166,6 +172,7 @@ std::string format_summary(const Summary& s) {
   if (s.fixed_steps > 0) add("fixed_steps", "%ld", s.fixed_steps);
   else if (s.time_budget != TIME_BUDGET) add("time_budget", "%.1f", s.time_budget);
   if (s.eval_tokens != EVAL_TOKENS) add("eval_tokens", "%ld", s.eval_tokens);
+  if (s.depth_scale != 1) add("depth_scale", "%d", s.depth_scale);
   return out;
 }
 

@@ -1,8 +1,13 @@
 // The trainer's command line as far as the harness owns it, the counted
 // training clock, and the summary block the daemon parses.
 //
-//   train --data DIR [--time-budget S] [--budget-scale F] [--steps N]
-//         [--eval-tokens N] [--seed N] [--check] [--dump-init DIR]
+//   train --data DIR [--time-budget S] [--budget-scale F] [--depth-scale N]
+//         [--steps N] [--eval-tokens N] [--seed N] [--check] [--dump-init DIR]
+//
+// --depth-scale N trains the same model N times as deep (and whatever follows
+// the depth): a larger rung of a promotion ladder, where a change kept on the
+// small model is tried on a larger one. The summary reports the depth that
+// ran, so a run that ignored the scale is seen.
 //
 // --steps N replaces the time budget by a fixed step count (progress = step/N);
 // otherwise progress = counted training seconds / (time budget × budget
@@ -19,11 +24,13 @@ namespace harness {
 
 inline constexpr double kMinBudgetScale = 0.5;  // boards of one kind differ by a few per cent
 inline constexpr double kMaxBudgetScale = 2.0;
+inline constexpr int kMaxDepthScale = 8;
 
 struct RunOptions {
   std::string data_dir;          // prepared dataset (dataset.h); required unless --check
   double time_budget = 0;        // seconds; TIME_BUDGET unless overridden
   double budget_scale = 1;       // in [kMinBudgetScale, kMaxBudgetScale]; applied by TrainingClock only
+  int depth_scale = 1;           // in [1, kMaxDepthScale]: the model's depth is its own times this
   long steps = 0;                // > 0: fixed step count instead of the budget
   long eval_tokens = 0;          // EVAL_TOKENS unless overridden
   unsigned long seed = 42;
@@ -71,14 +78,15 @@ struct Summary {
   // the values used, so overridden runs say so
   double time_budget = 0;
   double budget_scale = 1;
+  int depth_scale = 1;
   long fixed_steps = 0;
   long eval_tokens = 0;
 };
 
 /// The block the daemon parses, starting with a line "---", one "key: value"
 /// line each; budget_scale always (the board calibration the run was given);
-/// time_budget, fixed_steps and eval_tokens only when they differ from the
-/// constants (an overridden run says so).
+/// time_budget, fixed_steps, eval_tokens and depth_scale only when they differ
+/// from the constants (an overridden run says so).
 std::string format_summary(const Summary& s);
 
 /// Prints format_summary(s) to stdout and flushes, once per process: the

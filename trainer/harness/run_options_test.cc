@@ -90,6 +90,15 @@ TEST(RunOptions, BudgetScale) {
   EXPECT_EQ(error_of({"--data", "/d", "--budget-scale"}), "--budget-scale: missing value");
 }
 
+TEST(RunOptions, DepthScale) {
+  EXPECT_EQ(parse({"--data", "/d"}).depth_scale, 1);
+  EXPECT_EQ(parse({"--data", "/d", "--depth-scale", "2"}).depth_scale, 2);
+  EXPECT_EQ(parse({"--data", "/d", "--depth-scale=8"}).depth_scale, 8);
+  EXPECT_EQ(error_of({"--data", "/d", "--depth-scale", "9"}), "--depth-scale: must be at most 8, got 9");
+  EXPECT_EQ(error_of({"--data", "/d", "--depth-scale", "0"}), "--depth-scale: must be positive, got 0");
+  EXPECT_EQ(error_of({"--data", "/d", "--depth-scale", "1.5"}), "--depth-scale: not an integer: '1.5'");
+}
+
 TEST(TrainingClock, BudgetScaleShortensOrLengthensTheCountedBudget) {
   RunOptions o = parse({"--data", "/d", "--time-budget", "10", "--budget-scale", "0.8"});
   TrainingClock clock(o, 0);
@@ -174,6 +183,11 @@ TEST(Summary, FormatsTheBlockTheDaemonParses) {
   EXPECT_EQ(fixed.find("time_budget"), std::string::npos);
   s.budget_scale = 0.95238;
   EXPECT_NE(format_summary(s).find("\nbudget_scale:     0.9524\n"), std::string::npos);
+  EXPECT_EQ(format_summary(s).find("depth_scale"), std::string::npos);  // 1: not said
+  s.depth = 16;
+  s.depth_scale = 2;
+  EXPECT_NE(format_summary(s).find("\ndepth:            16\n"), std::string::npos);
+  EXPECT_NE(format_summary(s).find("\ndepth_scale:      2\n"), std::string::npos);
 }
 
 }  // namespace
