@@ -219,7 +219,7 @@ void Engine::maybe_finish_stop() {
   }
   for (int64_t key : keys_of(candidates_)) {
     Candidate& c = candidates_[key];
-    const char* where = c.phase == Phase::kMeasured ? "stopped before the baseline it is compared with was measured"
+    const char* where = c.phase == Phase::kMeasured ? "stopped while its decision waited for runs of the best"
                                                     : "stopped before it ran";
     if (!c.repeat) store_.finish(c.experiment, status::kInterrupted, where, "");
     release(c);

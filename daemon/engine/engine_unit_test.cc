@@ -59,12 +59,11 @@ class EngineUnit : public ::testing::Test {
   }
 
   /// script: the proposer's JSON entries.
-  /// extra: TOML appended to the config.
-  void write_setup(const std::string& script, const std::string& extra = "") {
+  /// extra: TOML appended to the config. top: top-level keys, before the tables.
+  void write_setup(const std::string& script, const std::string& extra = "", const std::string& top = "lookahead = 1\n") {
     write_file(repo / "script.json", script);
     config = parse_config(std::string(R"(tag = "unit"
-lookahead = 1
-retry_wait_s = 0.2
+)") + top + std::string(R"(retry_wait_s = 0.2
 [build]
 command = "true"
 [[stage]]
@@ -95,6 +94,7 @@ script = "script.json"
     boost::asio::io_context io;
     auto executor = std::make_unique<FakeExecutor>(io, std::move(end));
     FakeExecutor* fake = executor.get();
+    fake_ = fake;
     Engine engine(io, config, state, store, proposer, log, {"0", "1"}, std::move(executor));
     // A test whose stop never comes fails instead of waiting for proposals that the script has no more of.
     boost::asio::steady_timer deadline(io, std::chrono::seconds(60));
@@ -119,6 +119,7 @@ script = "script.json"
     daemon_log = testing::read_file(state.log_file());
     experiments = store.experiments("unit");
     trials = store.trials("unit");
+    fake_ = nullptr;
   }
 
   /// Has the daemon stop, as SIGTERM does: once, handled on the loop after the current handler.
@@ -147,6 +148,7 @@ script = "script.json"
   std::vector<TrialRow> trials;
   int best_runs_ = 0;
   bool stop_raised_ = false;
+  FakeExecutor* fake_ = nullptr;  ///< while run_engine runs: its executor, for a test to end a held run
 };
 
 const std::string kOneEdit = R"([{"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]}])";
@@ -247,10 +249,103 @@ const ExperimentRow* row_of(const std::vector<ExperimentRow>& rows, int64_t id) 
   return nullptr;
 }
 
+/// n proposals, each an edit of its own line of kBase (a change of "val_bpb 1.0" to "val_bpb 1.0 <i>").
+std::string n_edits(int n) {
+  std::string script = "[";
+  for (int i = 0; i < n; ++i)
+    script += std::string(i ? "," : "") + R"({"description": "edit )" + std::to_string(i) +
+              R"(", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot )" +
+              std::to_string(i) + R"("}]})";
+  return script + "]";
+}
+
+// A stop while candidates stand in every phase before a decision: two train
+// (one per GPU), one is built and waits for a GPU, one builds, the others are
+// committed and wait for the one build slot. Each ends interrupted, saying
+// where the stop found it, and the daemon exits with nothing left running.
+TEST_F(EngineUnit, AStopInEveryPhaseEndsEachCandidateInterruptedSayingWhere) {
+  write_setup(n_edits(12), "", "lookahead = 3\nmax_builds = 1\n");
+  int candidate_builds = 0;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build && run.experiment == 1) return built_end();  // the best's runs are the baseline's row
+        if (is_best_run(run)) return best_run_end();
+        if (run.build) return ++candidate_builds <= 3 ? std::optional<RunEnd>(built_end()) : std::nullopt;
+        return std::nullopt;  // trains until the stop
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        std::map<std::string, int> in;
+        for (const auto& r : rows) ++in[r.state];
+        return in["running"] == 2 && in["built"] == 1 && in["building"] == 1 && in["committed"] >= 1;
+      });
+  std::map<std::string, int> where;
+  for (const auto& e : experiments) {
+    if (e.is_baseline) continue;
+    EXPECT_EQ(e.state, status::kInterrupted) << "#" << e.id << " " << e.state << "\n" << daemon_log;
+    ++where[e.error];
+  }
+  EXPECT_EQ(where["stopped during stage train"], 2) << daemon_log;
+  EXPECT_EQ(where["stopped during the build"], 1) << daemon_log;
+  EXPECT_GE(where["stopped before it ran"], 2) << daemon_log;  // the built one and the committed ones
+  EXPECT_NE(daemon_log.find("stopping: waiting for #"), std::string::npos) << daemon_log;
+}
+
 const std::string kThreeEdits = R"([
   {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]},
   {"description": "edit b", "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot changed"}]},
   {"description": "edit a again", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot fixed"}]}])";
+
+// A candidate measured while the new best's re-runs are still on their way is
+// not decided against a mean about to move: it waits (defer), and once the
+// last re-run is in, the judge rules, here a confirmation on another GPU. The
+// candidate is #3: its first run beat the old best, so its change was
+// re-applied onto the new best (#2) and measured there, close to #2.
+TEST_F(EngineUnit, ACandidateMeasuredBeforeTheBestsReRunsWaitsForThemThenIsConfirmed) {
+  write_setup(kThreeEdits);
+  std::optional<size_t> held;  // the new best's first re-run: in flight until the test ends it
+  bool released = false;
+  run_engine(
+      [&](const ard::Run& run, size_t index) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (run.purpose == purpose::kIncumbent) {
+          if (held || released) return measured_end(0.90);
+          held = index;
+          return std::nullopt;
+        }
+        if (is_best_run(run)) return best_run_end();
+        if (run.experiment == 2) return measured_end(0.90);  // far better than the base's 1.005: kept at once
+        if (run.experiment != 3) return measured_end(1.2);
+        if (run.purpose == purpose::kCandidate) return measured_end(0.80);
+        if (run.purpose == purpose::kConfirm) stop_soon();
+        return measured_end(0.888);  // on the new best: better by 1.5 to 3 σΔ, to be confirmed
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        const ExperimentRow* c = row_of(rows, 3);
+        if (held && c && !c->reapplied_from.empty() && c->state == "evaluated") {  // measured there, waiting
+          fake_->end_held(*held, measured_end(0.90));
+          held.reset();
+          released = true;
+        }
+        return false;
+      });
+  EXPECT_TRUE(released) << "#3 was never measured while the re-run was held:\n" << daemon_log;
+  EXPECT_EQ(row_of(experiments, 2)->state, status::kKept) << daemon_log;
+  const ard::Run* reapplied = nullptr;
+  const ard::Run* confirm = nullptr;
+  for (const auto& run : runs) {
+    if (run.experiment == 3 && run.purpose == purpose::kReapplied) reapplied = &run;
+    if (run.experiment == 3 && run.purpose == purpose::kConfirm) confirm = &run;
+  }
+  ASSERT_TRUE(reapplied) << daemon_log;
+  ASSERT_TRUE(confirm) << "the waiting candidate was not confirmed:\n" << daemon_log;
+  EXPECT_NE(confirm->gpu, reapplied->gpu);
+  // Ruled once the best's mean rested on its three runs, not on the two before the held one.
+  const size_t line = daemon_log.find("#3 runs again on GPU " + confirm->gpu);
+  ASSERT_NE(line, std::string::npos) << daemon_log;
+  EXPECT_NE(daemon_log.substr(line, daemon_log.find('\n', line) - line).find("the incumbent's 0.900000 (n=3)"),
+            std::string::npos)
+      << daemon_log;
+}
 
 // A run that meets a fault of the machine is built and run again once the
 // fault clears; a fault that follows the same experiment a third time is

@@ -1,6 +1,7 @@
 // A test double of the Executor seam (executor.h): it runs nothing. Every
 // Run it is given is recorded, and ends with what a script says about it, a
-// function of the Run; the ends are posted to the io_context, so none comes
+// function of the Run, or later when the test ends it (end_held); the ends are
+// posted to the io_context, so none comes
 // from inside start() or re-enters the engine. The slot's check is asked as
 // the local executor asks it (before each stage, after the last that
 // passed), so the engine's tamper check still runs on its real slots.
@@ -47,6 +48,11 @@ class FakeExecutor : public Executor {
         if (std::string t = cb.check_slot(); !t.empty()) end = tampered(t);
     }
     if (end) boost::asio::post(io_, [this, index, e = *end] { finish(index, e); });
+  }
+
+  /// Ends run `index`, one the script left in flight, as `end` (from the loop).
+  void end_held(size_t index, const RunEnd& end) {
+    boost::asio::post(io_, [this, index, end] { finish(index, end); });
   }
 
   /// Ends every run in flight as stopped, from the loop.
