@@ -10,8 +10,11 @@ namespace ard {
 bool is_repeat(const std::string& p) { return p == purpose::kConfirm || p == purpose::kIncumbent || p == purpose::kNoise; }
 
 namespace {
+/// A finished run of commit under calibration, at rung 0: a run at a larger rung is another
+/// model's, whose metric and noise are not the experiment's.
 bool counts(const TrialRow& t, const std::string& commit, int64_t calibration) {
-  return t.status == "ok" && t.val_bpb && std::isfinite(*t.val_bpb) && t.commit == commit && t.calibration == calibration;
+  return t.status == "ok" && t.val_bpb && std::isfinite(*t.val_bpb) && t.commit == commit &&
+         t.calibration == calibration && t.rung == 0;
 }
 /// Runs whose value no decision selected: a kept candidate's runs are low by
 /// the very selection that kept it, and a confirmed one's first run sat in the

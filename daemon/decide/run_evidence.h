@@ -1,6 +1,8 @@
 // The evidence a keep decision rests on, read from the trials table: the runs
 // of a commit under one board calibration, σ pooled over every commit's
 // repeats, the diff's line counts, and the GPU time each kind of run cost.
+// Runs, GPUs and σ count the experiment as configured (rung 0) only: a run at
+// a larger promotion rung (trials.rung) is another model's.
 //
 // Pure functions over TrialRow, so the engine, `status` and the tests agree.
 #pragma once

@@ -49,6 +49,20 @@ TEST(RunEvidence, SigmaPoolsOnlyRunsNoDecisionSelected) {
   EXPECT_TRUE(measured_noise({run("a", 1.0, "noise", 0), run("a", 1.1, "noise", 0)}, 0));
 }
 
+TEST(RunEvidence, RunsAtALargerRungAreAnotherModelsAndCountForNeitherRunsNorSigma) {
+  TrialRow larger = run("a", 0.80, "noise", 1, "ok", "1");
+  larger.rung = 1;
+  TrialRow larger_too = run("a", 0.95, "noise", 1, "ok", "1");
+  larger_too.rung = 1;
+  std::vector<TrialRow> t = {run("a", 1.00, "baseline"), run("a", 1.02, "noise"), larger, larger_too};
+  EXPECT_EQ(runs_of(t, "a", 1), (std::vector<double>{1.00, 1.02}));
+  EXPECT_EQ(gpus_of(t, "a", 1), (std::vector<std::string>{"0", "0"}));
+  auto n = measured_noise(t, 1);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->df, 1);
+  EXPECT_NEAR(n->sigma, std::sqrt(0.02 * 0.02 / 2), 1e-12);
+}
+
 TEST(RunEvidence, DecisionRuleNamesTheStrictRuleInTheGoalsWords) {
   EXPECT_EQ(decision_rule("kept: σ not yet known after 2 confirmation(s), so strictly lower by min_improvement 0 decides"),
             "strictly lower");
