@@ -321,7 +321,8 @@ TEST_F(EngineUnit, ACandidateMeasuredBeforeTheBestsReRunsWaitsForThemThenIsConfi
       },
       [&](const std::vector<ExperimentRow>& rows) {
         const ExperimentRow* c = row_of(rows, 3);
-        if (held && c && !c->reapplied_from.empty() && c->state == "evaluated") {  // measured there, waiting
+        // Measured on the new best (0.888, not its first run's 0.80) and waiting: now the re-run ends.
+        if (held && c && c->state == "evaluated" && c->val_bpb && *c->val_bpb > 0.85) {
           fake_->end_held(*held, measured_end(0.90));
           held.reset();
           released = true;
