@@ -621,6 +621,7 @@ void Engine::decide(Candidate& c, double v) {
 }
 
 void Engine::decide_deferred() {
+  if (stopping_) return;  // a run the stop ended is no evidence: the waiting stay undecided
   std::vector<int64_t> waiting;
   waiting.swap(deferred_);
   for (int64_t key : waiting)

@@ -348,6 +348,33 @@ TEST_F(EngineUnit, ACandidateMeasuredBeforeTheBestsReRunsWaitsForThemThenIsConfi
       << daemon_log;
 }
 
+// A stop while a candidate's decision waits for the best's re-runs ends it
+// interrupted, saying what it waited for.
+TEST_F(EngineUnit, AStopWhileADecisionWaitsForTheBestsReRunsSaysSo) {
+  write_setup(kThreeEdits);
+  bool held = false;
+  run_engine(
+      [&](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+        if (run.build) return built_end();
+        if (run.purpose == purpose::kIncumbent) {
+          if (!std::exchange(held, true)) return std::nullopt;  // the new best's first re-run lasts
+          return measured_end(0.90);
+        }
+        if (is_best_run(run)) return best_run_end();
+        if (run.experiment == 2) return measured_end(0.90);
+        if (run.experiment != 3) return measured_end(1.2);
+        return measured_end(run.purpose == purpose::kCandidate ? 0.80 : 0.888);
+      },
+      [&](const std::vector<ExperimentRow>& rows) {
+        const ExperimentRow* c = row_of(rows, 3);
+        return c && c->state == "evaluated" && c->val_bpb && *c->val_bpb > 0.85;  // measured on the new best
+      });
+  const ExperimentRow* c = row_of(experiments, 3);
+  ASSERT_TRUE(c) << daemon_log;
+  EXPECT_EQ(c->state, status::kInterrupted) << daemon_log;
+  EXPECT_EQ(c->error, "stopped while its decision waited for runs of the best") << daemon_log;
+}
+
 // A run that meets a fault of the machine is built and run again once the
 // fault clears; a fault that follows the same experiment a third time is
 // the experiment's own, and it fails as a crash.
