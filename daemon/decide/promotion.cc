@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,30 @@
 #include "daemon/util/text.h"
 
 namespace ard {
+
+RungRuns rung_runs(const std::vector<TrialRow>& trials, const std::string& commit, int rung, int64_t calibration) {
+  RungRuns r;
+  for (const auto& t : trials) {
+    if (t.commit != commit || t.rung != rung || t.calibration != calibration || !t.ended_at) continue;
+    if (t.status == "ok" && t.val_bpb && std::isfinite(*t.val_bpb)) {
+      r.values.push_back(*t.val_bpb);
+      r.trials.push_back(t.id);
+    } else if (t.status != "ok" && t.status != "environment_error" && t.status != "interrupted") {
+      ++r.failed;
+    }
+  }
+  return r;
+}
+
+std::optional<NoiseEstimate> rung_noise(const std::vector<TrialRow>& trials, int rung, int64_t min_calibration) {
+  std::map<std::pair<std::string, int64_t>, std::vector<double>> groups;
+  for (const auto& t : trials)
+    if (t.rung == rung && t.calibration >= min_calibration && t.status == "ok" && t.val_bpb && std::isfinite(*t.val_bpb))
+      groups[{t.commit, t.calibration}].push_back(*t.val_bpb);
+  std::vector<std::vector<double>> values;
+  for (auto& [key, v] : groups) values.push_back(std::move(v));
+  return pooled_noise(values);
+}
 
 std::string promotion_due(int kept_since_last_round, int every, double gpu_seconds_at_rungs,
                           double gpu_seconds_total, double max_share, bool requested) {

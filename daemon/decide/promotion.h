@@ -41,7 +41,24 @@
 #include <string>
 #include <vector>
 
+#include "daemon/decide/noise.h"
+#include "daemon/store/store.h"
+
 namespace ard {
+
+/// The metric of every finished (status ok) run of commit at rung under
+/// calibration, oldest first, with their trial ids.
+struct RungRuns {
+  std::vector<double> values;
+  std::vector<int64_t> trials;
+  int failed = 0;  ///< its ended runs at the rung that gave no result (crash, timeout, tampered, ...)
+};
+RungRuns rung_runs(const std::vector<TrialRow>& trials, const std::string& commit, int rung, int64_t calibration);
+
+/// σ at a rung: pooled over the groups of finished runs of one commit at that
+/// rung under one calibration (calibration >= min_calibration). Every run at a
+/// rung above 0 counts: no decision selected it. nullopt with no group of two.
+std::optional<NoiseEstimate> rung_noise(const std::vector<TrialRow>& trials, int rung, int64_t min_calibration);
 
 /// Why a promotion round is due now, or "" when none is: at least one kept
 /// change since the last round, and either `every` of them or a round

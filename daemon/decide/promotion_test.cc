@@ -190,3 +190,50 @@ TEST(Promotion, TheRoundRefusesWhatItDidNotAsk) {
 
 }  // namespace
 }  // namespace ard
+
+namespace ard {
+namespace {
+
+TrialRow rung_run(int64_t id, const std::string& commit, int rung, std::optional<double> v, const std::string& status = "ok",
+                  int64_t calibration = 0) {
+  TrialRow t;
+  t.id = id;
+  t.commit = commit;
+  t.rung = rung;
+  t.val_bpb = v;
+  t.status = status;
+  t.calibration = calibration;
+  t.purpose = rung ? "promote" : "noise";
+  t.started_at = 1;
+  t.ended_at = 2;
+  return t;
+}
+
+TEST(RungRuns, OneCommitAtOneRungUnderOneCalibration) {
+  std::vector<TrialRow> t = {rung_run(1, "a", 1, 1.0),          rung_run(2, "a", 0, 0.9),
+                             rung_run(3, "b", 1, 0.8),          rung_run(4, "a", 1, 1.2),
+                             rung_run(5, "a", 1, std::nullopt, "crash"), rung_run(6, "a", 1, 1.1, "ok", 3),
+                             rung_run(7, "a", 1, std::nullopt, "environment_error")};
+  t.push_back(rung_run(8, "a", 1, 1.3));
+  t.back().ended_at.reset();  // still running
+  RungRuns r = rung_runs(t, "a", 1, 0);
+  EXPECT_EQ(r.values, (std::vector<double>{1.0, 1.2}));
+  EXPECT_EQ(r.trials, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(r.failed, 1);  // the crash; a fault of the machine is no failure of the change
+}
+
+TEST(RungRuns, SigmaAtARungPoolsItsOwnRunsOnly) {
+  std::vector<TrialRow> t = {rung_run(1, "a", 1, 1.0), rung_run(2, "a", 1, 1.2), rung_run(3, "b", 1, 0.8),
+                             rung_run(4, "b", 1, 0.9), rung_run(5, "a", 0, 5.0), rung_run(6, "a", 0, 9.0),
+                             rung_run(7, "c", 2, 0.1), rung_run(8, "c", 2, 0.5)};
+  auto noise = rung_noise(t, 1, 0);
+  ASSERT_TRUE(noise);
+  EXPECT_EQ(noise->df, 2);
+  // (0.1² + 0.1² + 0.05² + 0.05²) / 2
+  EXPECT_NEAR(noise->sigma, std::sqrt((0.02 + 0.005) / 2), 1e-12);
+  EXPECT_FALSE(rung_noise(t, 3, 0));
+  EXPECT_FALSE(rung_noise(t, 1, 1));  // none since calibration 1
+}
+
+}  // namespace
+}  // namespace ard

@@ -111,6 +111,7 @@ RunTime run_time(const std::vector<TrialRow>& trials) {
     r.total_s += s;
     r.by_purpose[t.purpose] += s;
     if (is_repeat(t.purpose)) r.repeat_s += s;
+    if (t.rung > 0) r.rung_s += s;
   }
   return r;
 }

@@ -25,6 +25,7 @@ inline constexpr const char* kReapplied = "reapplied";  ///< its change moved on
 inline constexpr const char* kConfirm = "confirm";      ///< a candidate run again (keep_rule.h)
 inline constexpr const char* kIncumbent = "incumbent";  ///< a new best re-run to kMinIncumbentRuns
 inline constexpr const char* kNoise = "noise";          ///< a noise round: the best on every GPU
+inline constexpr const char* kPromote = "promote";      ///< a run at a promotion rung above 0 (promotion.h)
 }  // namespace purpose
 
 /// True for the runs that only repeat a measurement (confirm, incumbent, noise).
@@ -85,8 +86,10 @@ DiffLines count_diff_lines(const std::string& diff);
 struct RunTime {
   double total_s = 0;
   double repeat_s = 0;                     ///< confirm, incumbent and noise runs
+  double rung_s = 0;                       ///< runs at promotion rungs above 0
   std::map<std::string, double> by_purpose;
   double repeat_share() const { return total_s > 0 ? repeat_s / total_s : 0; }
+  double promotion_share() const { return total_s > 0 ? rung_s / total_s : 0; }
 };
 RunTime run_time(const std::vector<TrialRow>& trials);
 

@@ -92,6 +92,19 @@ TEST(RunEvidence, RunTimeSplitsRepeatsFromTheRest) {
   EXPECT_DOUBLE_EQ(r.repeat_s, 30);
   EXPECT_DOUBLE_EQ(r.by_purpose["reapplied"], 30);
   EXPECT_DOUBLE_EQ(r.repeat_share(), 30.0 / 80);
+  EXPECT_DOUBLE_EQ(r.promotion_share(), 0);
+}
+
+TEST(RunEvidence, RunTimeCountsTheRungsAboveZeroApart) {
+  std::vector<TrialRow> t = {run("a", 1, "baseline"), run("b", 1, "candidate"), run("a", 1, "promote"),
+                             run("b", 1, "promote")};
+  t[2].rung = t[3].rung = 1;
+  t[3].training_seconds = 30;
+  RunTime r = run_time(t);
+  EXPECT_DOUBLE_EQ(r.total_s, 60);
+  EXPECT_DOUBLE_EQ(r.rung_s, 40);
+  EXPECT_DOUBLE_EQ(r.promotion_share(), 40.0 / 60);
+  EXPECT_DOUBLE_EQ(r.repeat_share(), 0);
 }
 
 TEST(RunEvidence, SpreadAndScalesRoundTrip) {
