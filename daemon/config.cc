@@ -491,7 +491,7 @@ Config parse_config(const std::string& toml_text, const std::filesystem::path& r
   if (const toml::table* t = top.table("promote")) {
     KeyReader r(*t, "promote");
     r.integer("every", c.promote.every, 1, 1000000);
-    r.number("max_share", c.promote.max_share, 0, false, 1);
+    r.number("max_share", c.promote.max_share, 0, true, 1);  // 0: no rounds
     std::string on_fail = to_string(c.promote.on_fail);
     r.string("on_fail", on_fail);
     c.promote.on_fail =

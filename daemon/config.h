@@ -179,7 +179,7 @@ const char* to_string(PromoteOnFail on_fail);  ///< "label", "revert"
 /// `[promote]`: when kept changes are promoted up the ladder (decide/promotion.h).
 struct PromoteConfig {
   int every = 5;             ///< a promotion round after this many kept changes
-  double max_share = 0.25;   ///< the most of the night's GPU time spent at rungs above 0, (0, 1]
+  double max_share = 0.25;   ///< the most of the night's GPU time spent at rungs above 0, [0, 1]; 0: no rounds
   PromoteOnFail on_fail = PromoteOnFail::kLabel;
   int gpus = 0;              ///< workers reserved for rungs above 0 (0: none reserved)
 };

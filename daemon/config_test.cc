@@ -588,8 +588,8 @@ TEST(Config, RungAndPromoteErrorsNameTheKey) {
   EXPECT_EQ(error_of("[[rung]]\nname = 'a'\nvalues = 3\n"), "rung[1].values: expected a table [rung[1].values]");
   EXPECT_EQ(error_of("[promote]\non_fail = 'drop'\n"), "promote.on_fail: expected \"label\" or \"revert\", got \"drop\"");
   EXPECT_EQ(error_of("[promote]\nevery = 0\n"), "promote.every: must be 1 to 1000000, got 0");
-  EXPECT_EQ(error_of("[promote]\nmax_share = 0\n"), "promote.max_share: must be > 0 and <= 1, got 0");
-  EXPECT_EQ(error_of("[promote]\nmax_share = 1.5\n"), "promote.max_share: must be > 0 and <= 1, got 1.5");
+  EXPECT_EQ(error_of("[promote]\nmax_share = -0.1\n"), "promote.max_share: must be >= 0 and <= 1, got -0.1");
+  EXPECT_EQ(error_of("[promote]\nmax_share = 1.5\n"), "promote.max_share: must be >= 0 and <= 1, got 1.5");
   EXPECT_EQ(error_of("[promote]\ngpus = -1\n"), "promote.gpus: must be 0 to 4096, got -1");
   EXPECT_EQ(error_of("gpus = [0, 1]\n[promote]\ngpus = 2\n"), "promote.gpus: 2 reserved of 2 GPU(s) leaves none for rung 0");
   EXPECT_EQ(error_of("executor = 'slurm'\n[slurm]\nmax_jobs = 3\n[promote]\ngpus = 3\n"),

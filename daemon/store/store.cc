@@ -316,6 +316,39 @@ std::vector<ChangeLabelRow> Store::current_change_labels(const std::string& tag)
   return read_labels(s);
 }
 
+int64_t Store::request_promotion(const std::string& tag) {
+  db_.prepare("INSERT INTO promotion_rounds(tag, requested_at) VALUES(?,?)").bind(1, tag).bind(2, now_seconds()).run();
+  return db_.last_insert_id();
+}
+
+int64_t Store::start_promotion_round(int64_t id, const std::string& tag, int rung, const std::string& reason) {
+  if (id == 0) {
+    db_.prepare("INSERT INTO promotion_rounds(tag, rung, reason, started_at) VALUES(?,?,?,?)")
+        .bind(1, tag).bind(2, static_cast<long long>(rung)).bind(3, reason).bind(4, now_seconds()).run();
+    return db_.last_insert_id();
+  }
+  db_.prepare("UPDATE promotion_rounds SET rung=?, reason=?, started_at=coalesce(started_at, ?) WHERE id=?")
+      .bind(1, static_cast<long long>(rung)).bind(2, reason).bind(3, now_seconds()).bind(4, id).run();
+  return id;
+}
+
+void Store::end_promotion_round(int64_t id, const std::string& outcome) {
+  db_.prepare("UPDATE promotion_rounds SET ended_at=?, outcome=? WHERE id=?")
+      .bind(1, now_seconds()).bind(2, outcome).bind(3, id).run();
+}
+
+std::vector<PromotionRoundRow> Store::promotion_rounds(const std::string& tag) {
+  auto s = db_.prepare(
+      "SELECT id, tag, rung, reason, requested_at, started_at, ended_at, outcome FROM promotion_rounds WHERE tag=? "
+      "ORDER BY id");
+  s.bind(1, tag);
+  std::vector<PromotionRoundRow> out;
+  while (s.step())
+    out.push_back({s.integer(0), s.text(1), static_cast<int>(s.integer(2)), s.text(3), s.opt_real(4), s.opt_real(5),
+                   s.opt_real(6), s.text(7)});
+  return out;
+}
+
 void Store::add_noise_estimate(const std::string& tag, const NoiseRow& r) {
   db_.prepare("INSERT INTO noise_estimates(tag, created_at, sigma, df, calibration, scales, reason) VALUES(?,?,?,?,?,?,?)")
       .bind(1, tag).bind(2, r.created_at).bind(3, r.sigma).bind(4, static_cast<long long>(r.df))

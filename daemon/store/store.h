@@ -149,6 +149,19 @@ struct ChangeLabelRow {
   double decided_at = 0;
 };
 
+/// A promotion round (promotion_rounds): asked for, in progress (started, not
+/// ended) or ended with its outcome line.
+struct PromotionRoundRow {
+  int64_t id = 0;
+  std::string tag;
+  int rung = 1;
+  std::string reason;
+  std::optional<double> requested_at;  ///< set: `autoresearchd promote` asked for it
+  std::optional<double> started_at;
+  std::optional<double> ended_at;
+  std::string outcome;
+};
+
 /// One noise round's result (noise_estimates).
 struct NoiseRow {
   int64_t id = 0;
@@ -298,6 +311,13 @@ class Store : public llm::CallSink {
   std::vector<ChangeLabelRow> change_labels(int64_t experiment_id);
   /// The experiment's label at rung: the last decided, or nullopt when none was.
   std::optional<ChangeLabelRow> change_label(int64_t experiment_id, int rung);
+  /// `autoresearchd promote`: a round asked for (the engine takes it up at its next step); returns its id.
+  int64_t request_promotion(const std::string& tag);
+  /// A round begins (id 0: a new row, due after promote.every kept changes; else the request's row).
+  int64_t start_promotion_round(int64_t id, const std::string& tag, int rung, const std::string& reason);
+  void end_promotion_round(int64_t id, const std::string& outcome);
+  /// Every round of tag, oldest first.
+  std::vector<PromotionRoundRow> promotion_rounds(const std::string& tag);
   /// The last label of every experiment of tag at every rung, by experiment then rung.
   std::vector<ChangeLabelRow> current_change_labels(const std::string& tag);
 

@@ -410,7 +410,7 @@ TEST(Store, MigratesAVersion13StoreWithItsTrialsAtRungZero) {
              "'baseline', '" + std::string(kBase) + "', 1)");
   }
   Store store(path);
-  EXPECT_EQ(store.version(), 14);
+  EXPECT_EQ(store.version(), Store::latest_version());
   auto trials = store.trials("t");
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].rung, 0);
@@ -538,6 +538,36 @@ TEST(Store, NoticesItsFileWasDeleted) {
   std::filesystem::remove(path);
   EXPECT_TRUE(store.file_problem());
   EXPECT_THROW(store.create_experiment("t", false, kBase, "", "x", std::nullopt), DatabaseFileLost);
+}
+
+}  // namespace
+}  // namespace ard
+
+namespace ard {
+namespace {
+
+TEST(Store, PromotionRoundsAskedStartedAndEnded) {
+  testing::TempDir dir;
+  Store store((dir / "results.db").string());
+  const int64_t asked = store.request_promotion("t");
+  store.request_promotion("u");
+  auto rounds = store.promotion_rounds("t");
+  ASSERT_EQ(rounds.size(), 1u);
+  EXPECT_TRUE(rounds[0].requested_at);
+  EXPECT_FALSE(rounds[0].started_at);
+
+  EXPECT_EQ(store.start_promotion_round(asked, "t", 1, "asked for"), asked);
+  const int64_t due = store.start_promotion_round(0, "t", 2, "5 kept changes");
+  EXPECT_NE(due, asked);
+  store.end_promotion_round(asked, "the stack improved at 2x");
+  rounds = store.promotion_rounds("t");
+  ASSERT_EQ(rounds.size(), 2u);
+  EXPECT_EQ(rounds[0].reason, "asked for");
+  EXPECT_TRUE(rounds[0].started_at && rounds[0].ended_at);
+  EXPECT_EQ(rounds[0].outcome, "the stack improved at 2x");
+  EXPECT_EQ(rounds[1].rung, 2);
+  EXPECT_FALSE(rounds[1].requested_at);
+  EXPECT_FALSE(rounds[1].ended_at);
 }
 
 }  // namespace

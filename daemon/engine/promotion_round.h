@@ -1,0 +1,112 @@
+// One promotion round at one rung, as a value the engine drives
+// (decide/promotion.h says what a round is). The round is a function of the
+// trials: each comparison of the bisection, "prefix k of the stack against
+// the rung's reference", asks for runs at the rung until the keep rule
+// (keep_rule.h) rules on them with σ measured at that rung, then the next
+// comparison follows. Nothing else is held, so a round cut short by a stop or
+// a SIGKILL resumes at the next start by replaying its finished runs from the
+// store: a comparison whose runs are there decides at once.
+//
+// The ladder's state lives in the labels (change_labels): a rung's reference
+// is the last change of the chain labelled at that rung (transfers, or
+// scale_bound: the chain keeps a scale-bound change with promote.on_fail =
+// "label", so later changes are measured on top of it), else the base. The
+// stack of a round at rung 1 is every kept change after rung 1's reference;
+// at rung r > 1 the changes after rung r's reference up to rung r-1's.
+//
+// Runs a comparison wants, in order: the reference kReferenceRuns times and
+// the prefix kFirstRuns times, then one more of the reference until σ at the
+// rung rests on kMinNoiseDf degrees of freedom (noise.h), then what the keep
+// rule asks (a confirmation: one more run of the prefix). A prefix with a run
+// that failed at the rung (crash, timeout, tampered) did not improve; a
+// reference that fails there ends the round without labels.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/decide/keep_rule.h"
+#include "daemon/decide/promotion.h"
+#include "daemon/store/store.h"
+
+namespace ard {
+
+/// A commit of the tag's chain with its experiment: the base (the baseline's
+/// experiment) or a kept change.
+struct ChainLink {
+  int64_t experiment = 0;
+  std::string commit;
+  bool operator==(const ChainLink&) const = default;
+};
+
+/// The chain as links, base first: path is the commits from the base
+/// (exclusive) to the best (inclusive) along first parents (GitRepo::
+/// first_parent_path); each is matched to the kept experiment of that commit
+/// among rows. A commit no kept row has (a commit made outside the daemon) is
+/// left out.
+std::vector<ChainLink> chain_links(const ChainLink& base, const std::vector<std::string>& path,
+                                   const std::vector<ExperimentRow>& rows);
+
+/// The index in chain (base first) of rung's reference: the last link
+/// labelled transfers or scale_bound at rung in labels, 0 (the base) if none.
+size_t rung_reference(const std::vector<ChainLink>& chain, const std::vector<ChangeLabelRow>& labels, int rung);
+
+/// What a round at rung would promote: the links after rung's reference up
+/// to the best (rung 1) or to rung-1's reference (rung > 1); empty: nothing.
+std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std::vector<ChangeLabelRow>& labels,
+                                  int rung);
+
+/// Runs at the rung a round wants of one commit, beyond those in flight.
+struct RungRunWanted {
+  int64_t experiment = 0;
+  std::string commit;
+  int runs = 0;
+  bool operator==(const RungRunWanted&) const = default;
+};
+
+class PromotionRound {
+ public:
+  inline static constexpr int kReferenceRuns = 3;
+  inline static constexpr int kFirstRuns = 2;
+
+  /// Throws std::invalid_argument when stack is empty or rung < 1.
+  PromotionRound(int64_t id, int rung, ChainLink reference, std::vector<ChainLink> stack);
+
+  /// The round over the tag's trials: every comparison whose runs are there
+  /// is decided (its line added to lines()), until one needs runs (returned,
+  /// less those in flight: runs at the rung started and not ended, by
+  /// commit) or the labels are final (done()). calibration: the boards' (runs
+  /// under it count).
+  std::vector<RungRunWanted> advance(const std::vector<TrialRow>& trials, int64_t calibration,
+                                     const KeepSettings& keep, const std::map<std::string, int>& in_flight);
+
+  bool done() const { return !aborted_.empty() || bisection_.done(); }
+  /// Why the round ended without labels ("" while it has not).
+  const std::string& aborted() const { return aborted_; }
+  /// Once done and not aborted: each change of the stack with its label.
+  std::vector<std::pair<int64_t, Label>> labels() const { return bisection_.labels(); }
+  /// One line per comparison decided, taken (each is logged once).
+  std::vector<std::string> take_lines() { return std::exchange(lines_, {}); }
+  /// One line on the round's end: what improved, what is scale-bound.
+  std::string outcome() const;
+
+  int64_t id() const { return id_; }
+  int rung() const { return rung_; }
+  const ChainLink& reference() const { return reference_; }
+  const std::vector<ChainLink>& stack() const { return stack_; }
+
+ private:
+  int64_t id_;
+  int rung_;
+  ChainLink reference_;
+  std::vector<ChainLink> stack_;
+  Bisection bisection_;
+  std::string aborted_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace ard
