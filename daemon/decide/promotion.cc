@@ -62,6 +62,22 @@ std::string missing_size(const ModelSize& size, const std::string& whose) {
 
 }  // namespace
 
+ModelSize model_size(const Summary& summary) {
+  ModelSize size;
+  if (auto it = summary.values.find("depth"); it != summary.values.end()) size.depth = it->second;
+  if (auto it = summary.values.find("num_params_M"); it != summary.values.end()) size.num_params_m = it->second;
+  return size;
+}
+
+ModelSize model_size(const std::string& summary_json) {
+  ModelSize size;
+  const nlohmann::json j = nlohmann::json::parse(summary_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return size;
+  if (j.contains("depth") && j["depth"].is_number()) size.depth = j["depth"].get<double>();
+  if (j.contains("num_params_M") && j["num_params_M"].is_number()) size.num_params_m = j["num_params_M"].get<double>();
+  return size;
+}
+
 std::string rung_size_check(const ModelSize& rung0, const ModelSize& rung, double depth_scale) {
   if (std::string why = missing_size(rung0, "the rung-0 run"); !why.empty()) return why;
   if (std::string why = missing_size(rung, "the run at the rung"); !why.empty()) return why;

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "daemon/decide/noise.h"
+#include "daemon/decide/summary.h"
 #include "daemon/store/store.h"
 
 namespace ard {
@@ -73,6 +74,11 @@ struct ModelSize {
   std::optional<double> depth;
   std::optional<double> num_params_m;
 };
+
+/// The size a summary reports (keys depth and num_params_M), and the same
+/// read from a summary stored as JSON (Summary::to_json; "" or not JSON: none).
+ModelSize model_size(const Summary& summary);
+ModelSize model_size(const std::string& summary_json);
 
 /// Why a run at a rung is `tampered` (never a result), or "": its depth must
 /// be the rung-0 run's depth × depth_scale (either whole number next to it

@@ -209,6 +209,18 @@ TrialRow rung_run(int64_t id, const std::string& commit, int rung, std::optional
   return t;
 }
 
+TEST(RungRuns, ModelSizeFromASummaryOrItsJson) {
+  Summary summary;
+  summary.values = {{"val_bpb", 1.0}, {"depth", 16}, {"num_params_M", 52.5}};
+  ModelSize a = model_size(summary);
+  ModelSize b = model_size(summary.to_json());
+  EXPECT_EQ(a.depth, 16);
+  EXPECT_EQ(b.depth, 16);
+  EXPECT_EQ(b.num_params_m, 52.5);
+  EXPECT_FALSE(model_size(std::string("not json")).depth);
+  EXPECT_FALSE(model_size(std::string(R"({"val_bpb": 1})")).num_params_m);
+}
+
 TEST(RungRuns, OneCommitAtOneRungUnderOneCalibration) {
   std::vector<TrialRow> t = {rung_run(1, "a", 1, 1.0),          rung_run(2, "a", 0, 0.9),
                              rung_run(3, "b", 1, 0.8),          rung_run(4, "a", 1, 1.2),

@@ -34,7 +34,8 @@ std::vector<int64_t> build_order(const std::map<int64_t, Candidate>& candidates)
   return order;
 }
 
-int64_t next_to_train(const std::map<int64_t, Candidate>& candidates, const std::string& gpu, bool round_holds) {
+int64_t next_to_train(const std::map<int64_t, Candidate>& candidates, const std::string& gpu, bool round_holds,
+                      bool rungs_here) {
   bool awaited = false;  // a pinned run is being built for gpu, or waits for it
   for (const auto& [key, c] : candidates)
     awaited = awaited || (c.pin_gpu == gpu && !gpu.empty() &&
@@ -42,6 +43,7 @@ int64_t next_to_train(const std::map<int64_t, Candidate>& candidates, const std:
   for (bool repeats : {true, false})
     for (const auto& [key, c] : candidates) {
       if ((c.repeat > 0) != repeats || c.phase != CandidatePhase::kBuilt) continue;
+      if (c.rung > 0 && !rungs_here) continue;
       if (round_holds && !c.repeat && !c.baseline) continue;  // a round measures the best first
       if (c.pin_gpu.empty() ? !awaited : c.pin_gpu == gpu) return key;
     }

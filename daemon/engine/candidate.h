@@ -52,6 +52,7 @@ struct Candidate {
   std::string pin_gpu;      ///< set: it trains on this GPU only
   std::string run_gpu;      ///< the GPU of the run in progress
   bool in_round = false;    ///< one of a noise round's runs
+  int rung = 0;             ///< a promotion round's run at this rung (config.rungs; a repeat of its commit); 0: as configured
   int confirmations = 0;    ///< runs of the candidate after its first (on this commit)
   std::optional<RunRecord> record;  ///< the store's record of its run in progress (or last run)
 };
@@ -79,7 +80,9 @@ std::vector<int64_t> build_order(const std::map<int64_t, Candidate>& candidates)
 /// baseline train. A GPU that a pinned run (the baseline, a round's run, a
 /// confirmation) is being built for or waits for is kept for it: were a
 /// candidate built sooner to take it, the pinned run would wait behind it
-/// while another GPU idles.
-int64_t next_to_train(const std::map<int64_t, Candidate>& candidates, const std::string& gpu, bool round_holds);
+/// while another GPU idles. rungs_here false: a promotion run (rung > 0)
+/// does not train on gpu (promote.gpus reserves other workers for them).
+int64_t next_to_train(const std::map<int64_t, Candidate>& candidates, const std::string& gpu, bool round_holds,
+                      bool rungs_here = true);
 
 }  // namespace ard

@@ -47,6 +47,14 @@ TEST(NextToTrain, AGpuAPinnedRunIsBuiltForIsKeptForIt) {
   EXPECT_EQ(next_to_train(m, "0", false), 2);
 }
 
+TEST(NextToTrain, APromotionRunFirstButOnlyWhereRungsMayTrain) {
+  auto m = in_flight({{.experiment = 3, .phase = Phase::kBuilt},
+                      {.experiment = 1, .repeat = 1, .phase = Phase::kBuilt, .rung = 1}});
+  EXPECT_EQ(next_to_train(m, "0", false), 2);         // a repeat of a commit at the rung
+  EXPECT_EQ(next_to_train(m, "0", false, false), 1);  // this GPU is not among promote.gpus: the candidate
+  EXPECT_EQ(next_to_train(m, "0", true), 2);          // a noise round holds candidates only
+}
+
 TEST(NextToTrain, NothingBuiltIsNothingToTrain) {
   EXPECT_EQ(next_to_train({}, "0", false), 0);
   auto m = in_flight({{.experiment = 2, .phase = Phase::kMeasured}, {.experiment = 3, .phase = Phase::kCommitted}});

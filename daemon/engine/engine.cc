@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 
 #include "daemon/decide/keep_rule.h"
+#include "daemon/decide/promotion.h"
 #include "daemon/decide/run_evidence.h"
 #include "daemon/decide/summary.h"
 #include "daemon/duration.h"
@@ -154,6 +155,7 @@ void Engine::begin() {
     log_("#" + std::to_string(best_.id) + " baseline at " + short_commit(best_.commit));
   }
   repeats_.rounds().restore(store_.last_noise_estimate(config_.tag));
+  promotion_check_ = true;  // a round the last session left in progress resumes
   // At start the incumbent runs on every GPU at once (the baseline is the first
   // GPU's run when there is one); new candidates wait for the round.
   if (config_.noise.rounds) start_round(true, need_baseline ? "start (baseline)" : "start");
@@ -248,6 +250,7 @@ void Engine::schedule_pump() {
 void Engine::pump() {
   if (stopping_ || !started_ || !environment_ready()) return;
   maybe_start_round();
+  if (promotion_check_) maybe_start_promotion();
   start_trainings();
   start_builds();
   request_proposals();
@@ -420,7 +423,8 @@ void Engine::start_build(Candidate& c, int slot) {
   Run run = run_of(c);
   run.purpose = "build";
   run.env = env_;
-  run.build = build_step(config_, workspace_.sandbox(slot, true, data_dir_, config_.build_command), log_path(c, "build"));
+  run.build = build_step(config_, static_cast<size_t>(c.rung),
+                         workspace_.sandbox(slot, true, data_dir_, config_.build_command), log_path(c, "build"));
   start_run(c, run, *executor_);
   // After start: a store write that failed in its first step leaves c committed in its slot (recover).
   c.phase = Phase::kBuilding;
@@ -432,7 +436,9 @@ void Engine::start_build(Candidate& c, int slot) {
 void Engine::start_trainings() {
   for (size_t w = 0; w < gpus_.size(); ++w) {
     if (training_[w]) continue;
-    Candidate* next = find(next_to_train(candidates_, gpus_[w], repeats_.rounds().holds()));
+    // promote.gpus: the last workers train the promotion runs, the others never do.
+    const bool rungs_here = config_.promote.gpus <= 0 || w + static_cast<size_t>(config_.promote.gpus) >= gpus_.size();
+    Candidate* next = find(next_to_train(candidates_, gpus_[w], repeats_.rounds().holds(), rungs_here));
     if (!next) continue;
     next->phase = Phase::kTraining;
     next->worker = static_cast<int>(w);
@@ -442,7 +448,8 @@ void Engine::start_trainings() {
     if (!next->repeat) store_.set_gpu(next->experiment, gpus_[w]);
     const std::string run_purpose = trial_purpose(next->purpose, next->reapplies);
     next->trial = store_.begin_trial(next->experiment, config_.tag, gpus_[w], run_purpose,
-                                     next->commit, repeats_.rounds().scale(gpus_[w]), repeats_.rounds().calibration());
+                                     next->commit, repeats_.rounds().scale(gpus_[w]), repeats_.rounds().calibration(),
+                                     next->rung);
     start_stages(*next);
     if (stopping_) return;
   }
@@ -459,11 +466,11 @@ void Engine::start_stages(Candidate& c) {
     run.env.clear();  // the job's environment is the Slurm client's (slurm_env)
     run.name = "ard-" + config_.tag + "-" + std::to_string(c.experiment) + "-t" + std::to_string(c.trial);
     run.title = "experiment " + std::to_string(c.experiment) + ", trial " + std::to_string(c.trial) + ", commit " + c.commit;
-    run.stages = job_steps(config_, data_dir_, run.worktree.string(), log_path(c, "job"));
+    run.stages = job_steps(config_, static_cast<size_t>(c.rung), data_dir_, run.worktree.string(), log_path(c, "job"));
     return start_run(c, run, *slurm_);
   }
   run.stages = local_stages(
-      config_, data_dir_, workspace_.slot(c.slot).path.string(), repeats_.rounds().scale(gpu),
+      config_, static_cast<size_t>(c.rung), data_dir_, workspace_.slot(c.slot).path.string(), repeats_.rounds().scale(gpu),
       [&](const std::string& command) { return workspace_.sandbox(c.slot, false, data_dir_, command); },
       [&](const std::string& name) { return log_path(c, name); });
   start_run(c, run, *executor_);
@@ -516,6 +523,7 @@ void Engine::start_run(Candidate& c, const Run& run, Executor& executor) {
 
 void Engine::on_run_end(int64_t key, bool build, const RunEnd& end) {
   if (build) --builds_running_;
+  else promotion_check_ = true;  // `autoresearchd promote` is taken up at a run's end
   Candidate* c = find(key);
   if (!c) return;
   c->running = false;
@@ -548,12 +556,19 @@ void Engine::measured(Candidate& c, const RunEnd& end) {
   const Summary& summary = *end.summary;
   const double v = end.value;
   const TrialFigures figures = trial_figures(summary);
+  if (c.rung > 0)  // the larger model must really have run: its size against the rung-0 run's
+    if (std::string bad = rung_size_check(model_size(store_.experiment(c.experiment).value_or(ExperimentRow{}).summary_json),
+                                          model_size(summary),
+                                          rung_at(config_, c.rung).depth_scale);
+        !bad.empty())
+      return fail(c, status::kTampered, "at rung " + std::to_string(c.rung) + ": " + bad, end.log_tail);
   store_.end_trial(c.trial, "ok", figures.training_seconds, v, summary.to_json());
   store_.set_trial_steps(c.trial, figures.steps, figures.tokens);
   c.trial = 0;
   // The GPU is free for the next candidate while this one is decided.
   training_[c.worker] = 0;
   c.worker = -1;
+  if (c.rung > 0) return end_rung_run(c, "ok");
   if (c.repeat) return end_repeat(c, "ok", figures.steps);
   store_.set_metrics(c.experiment, {v, figures.peak_vram_mb, figures.training_seconds, summary.to_json()});
   repeats_.run_done(c, figures.steps);
@@ -676,6 +691,7 @@ void Engine::keep(Candidate& c, double v, const std::string& why) {
   release(c);
   erase(c.key);
   if (!repeats_.rounds().active()) top_up_incumbent();
+  promotion_check_ = true;
   schedule_pump();
 }
 
@@ -726,8 +742,101 @@ void Engine::end_repeat(Candidate& c, const std::string& final_status, std::opti
   schedule_pump();
 }
 
+// ---------------------------------------------------------------- promotion
+
+void Engine::maybe_start_promotion() {
+  promotion_check_ = false;
+  if (promotion_ || config_.rungs.size() < 2 || baseline_pending_ || !best_.id || stopping_) return;
+  if (best_.commit == promotion_failed_at_) return;  // its reference failed at the rung: not again before a keep
+  std::vector<PromotionRoundRow> rounds = store_.promotion_rounds(config_.tag);
+  std::optional<PromotionRoundRow> open;
+  for (const PromotionRoundRow& r : rounds)
+    if (!r.ended_at) {
+      open = r;
+      break;
+    }
+  const std::vector<ExperimentRow> rows = store_.experiments(config_.tag);
+  ChainLink base{0, start_.chain.base};
+  for (const ExperimentRow& row : rows)
+    if (row.is_baseline && row.commit == base.commit) base.experiment = row.id;
+  if (!base.experiment) return;  // no baseline of this base yet
+  const auto path = workspace_.repo().first_parent_path(base.commit, best_.commit);
+  const std::vector<ChainLink> chain = chain_links(base, path.value_or(std::vector<std::string>{}), rows);
+  const std::vector<ChangeLabelRow> labels = store_.current_change_labels(config_.tag);
+  const RunTime time = run_time(store_.trials(config_.tag));
+  const bool resume = open && open->started_at;
+  for (size_t rung = 1; rung < config_.rungs.size(); ++rung) {
+    std::vector<ChainLink> stack = rung_stack(chain, labels, static_cast<int>(rung));
+    if (stack.empty() || (resume && open->rung != static_cast<int>(rung))) continue;
+    std::string why = resume ? open->reason + " (resumed)"
+                             : promotion_due(static_cast<int>(stack.size()), rung == 1 ? config_.promote.every : 1,
+                                             time.rung_s, time.total_s, config_.promote.max_share, open.has_value());
+    if (why.empty()) continue;
+    const ChainLink reference = chain[rung_reference(chain, labels, static_cast<int>(rung))];
+    const int64_t id = store_.start_promotion_round(open ? open->id : 0, config_.tag, static_cast<int>(rung), why);
+    promotion_.emplace(id, static_cast<int>(rung), reference, std::move(stack));
+    log_("promotion round at rung " + std::to_string(rung) + " (" + config_.rungs[rung].name + "): " +
+         std::to_string(promotion_->stack().size()) + " kept change(s) against #" + std::to_string(reference.experiment) +
+         "; " + why);
+    return advance_promotion();
+  }
+  // A round left in progress with nothing left to promote ends; one asked for waits for a kept change
+  // (or for the share under promote.max_share).
+  if (resume) store_.end_promotion_round(open->id, "nothing left to promote at rung " + std::to_string(open->rung));
+}
+
+void Engine::advance_promotion() {
+  if (!promotion_ || stopping_) return;
+  std::map<std::string, int> in_flight;
+  for (const auto& [key, c] : candidates_)
+    if (c.rung == promotion_->rung()) ++in_flight[c.commit];
+  const std::vector<RungRunWanted> wanted = promotion_->advance(
+      store_.trials(config_.tag), repeats_.rounds().calibration(), keep_settings(config_), in_flight);
+  for (const std::string& line : promotion_->take_lines()) log_(line);
+  const int rung = promotion_->rung();
+  for (const RungRunWanted& w : wanted)
+    for (int i = 0; i < w.runs; ++i)
+      add({.experiment = w.experiment, .repeat = ++promotion_runs_, .parent = w.commit, .commit = w.commit,
+           .description = "#" + std::to_string(w.experiment) + " at rung " + std::to_string(rung) + " (" +
+                          config_.rungs[static_cast<size_t>(rung)].name + ")",
+           .purpose = purpose::kPromote, .rung = rung});
+  if (!promotion_->done()) return schedule_pump();
+  // The labels first, then the round's end: a round killed between the two is replayed at the next start.
+  if (promotion_->aborted().empty())
+    for (const auto& [experiment, label] : promotion_->labels())
+      store_.add_change_label({0, experiment, rung, to_string(label.kind), evidence_json(label.evidence), 0});
+  if (!promotion_->aborted().empty()) promotion_failed_at_ = best_.commit;
+  // Its runs not started yet are not needed; those training end as they will (their trials count in a later round).
+  for (int64_t key : keys_of(candidates_))
+    if (Candidate& c = candidates_[key]; c.rung > 0 && !c.running && c.phase != Phase::kTraining) {
+      release(c);
+      erase(key);
+    }
+  const std::string outcome = promotion_->outcome();
+  store_.end_promotion_round(promotion_->id(), outcome);
+  log_("promotion round at rung " + std::to_string(rung) + " done: " + outcome);
+  promotion_.reset();
+  promotion_check_ = true;  // the next rung's round may be due now
+  schedule_pump();
+}
+
+void Engine::end_rung_run(Candidate& c, const std::string& final_status) {
+  if (final_status == status::kTampered && c.slot >= 0) workspace_.slot(c.slot).discard_build = true;
+  release(c);
+  erase(c.key);
+  advance_promotion();
+  schedule_pump();
+}
+
 void Engine::fail(Candidate& c, const std::string& final_status, const std::string& error, const std::string& log_tail,
                   const std::string& failure_detail) {
+  if (c.rung > 0) {
+    if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
+    log_(c.description + (c.run_gpu.empty() ? "" : " on GPU " + c.run_gpu) + ": " + final_status +
+         (error.empty() ? "" : ": " + error));
+    if (final_status == status::kTampered) workspace_.restore_refs(c.experiment, c.commit, best_.commit);
+    return end_rung_run(c, final_status);
+  }
   if (c.repeat) return end_repeat(c, final_status, std::nullopt);
   if (c.trial) store_.end_trial(c.trial, final_status, std::nullopt, std::nullopt, "");
   proposals_->record_end(c.experiment, final_status, error, log_tail, failure_detail);

@@ -60,6 +60,7 @@
 #include "daemon/engine/candidate.h"
 #include "daemon/engine/executor.h"
 #include "daemon/engine/fault_hold.h"
+#include "daemon/engine/promotion_round.h"
 #include "daemon/engine/proposals.h"
 #include "daemon/engine/repeat_plan.h"
 #include "daemon/engine/restart.h"
@@ -167,6 +168,14 @@ class Engine {
   void top_up_incumbent();
   void end_repeat(Candidate& c, const std::string& final_status, std::optional<long> steps);
 
+  // Promotion rounds (promotion_round.h): the best's stack run again at a larger rung.
+  /// A round due (promote.every kept changes, `autoresearchd promote`) or left in progress starts.
+  void maybe_start_promotion();
+  /// The round over the trials: its comparisons decided, the runs it wants added, its labels stored once done.
+  void advance_promotion();
+  /// A promotion run's end (final_status "ok": measured, its trial ended already).
+  void end_rung_run(Candidate& c, const std::string& final_status);
+
   std::filesystem::path log_path(const Candidate& c, const std::string& name) const;
   /// Gives c the next key and adds it to candidates_.
   Candidate& add(Candidate c);
@@ -200,6 +209,10 @@ class Engine {
   FaultHold faults_;  ///< a fault of the machine in force: nothing starts
   int builds_running_ = 0;
   RepeatRuns repeats_;  ///< the noise rounds and the incumbent's re-runs (repeat_plan.h)
+  std::optional<PromotionRound> promotion_;  ///< the promotion round in progress
+  bool promotion_check_ = false;  ///< a round may be due: checked at the next pump
+  int promotion_runs_ = 0;        ///< the last promotion run's number (its log's name)
+  std::string promotion_failed_at_;  ///< the best when a round ended without labels: none again until a keep
   int64_t next_key_ = 0;       ///< the last Candidate::key given
   bool pump_scheduled_ = false;
   std::shared_ptr<Mailbox> mailbox_;  ///< the data step's thread posts its end here

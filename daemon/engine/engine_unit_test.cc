@@ -109,16 +109,18 @@ script = "script.json"
       poll.expires_after(std::chrono::milliseconds(20));
       poll.async_wait([&](const boost::system::error_code& e) {
         if (e) return;
-        if (until(store.experiments("unit"))) stop_soon();
+        if ((until && until(store.experiments("unit"))) || (until_store && until_store(store))) stop_soon();
         else look();
       });
     };
-    if (until) look();
+    if (until || until_store) look();
     engine.run();
     runs = fake->runs();
     daemon_log = testing::read_file(state.log_file());
     experiments = store.experiments("unit");
     trials = store.trials("unit");
+    labels = store.current_change_labels("unit");
+    rounds = store.promotion_rounds("unit");
     fake_ = nullptr;
   }
 
@@ -146,6 +148,10 @@ script = "script.json"
   std::string daemon_log;  ///< daemon.log, for a failure's message
   std::vector<ExperimentRow> experiments;
   std::vector<TrialRow> trials;
+  std::vector<ChangeLabelRow> labels;
+  std::vector<PromotionRoundRow> rounds;
+  /// Set: the daemon also stops once it holds of the store (looked at every 20 ms).
+  std::function<bool(Store&)> until_store;
   int best_runs_ = 0;
   bool stop_raised_ = false;
   FakeExecutor* fake_ = nullptr;  ///< while run_engine runs: its executor, for a test to end a held run
@@ -699,6 +705,192 @@ TEST_F(EngineUnit, AQueuedIdeaGoesToTheNextProposalAndItsRowLinksToIt) {
                             ": try a wider a-slot"),
             std::string::npos)
       << daemon_log;
+}
+
+}  // namespace
+}  // namespace ard
+
+// ---------------------------------------------------------------- promotion rounds
+
+namespace ard {
+namespace {
+
+/// A run's end reporting the model's size, as the trainer's summary does.
+RunEnd sized_end(double value, double depth, double params_m) {
+  RunEnd end = measured_end(value);
+  end.summary->values["depth"] = depth;
+  end.summary->values["num_params_M"] = params_m;
+  return end;
+}
+
+/// Whether the run is a promotion run (at rung 1 of the default ladder: twice the budget).
+bool at_rung(const ard::Run& run) { return run.purpose == purpose::kPromote; }
+
+bool round_ended(Store& store) {
+  for (const auto& r : store.promotion_rounds("unit"))
+    if (r.ended_at) return true;
+  return false;
+}
+
+std::string label_of(const std::vector<ChangeLabelRow>& labels, int64_t experiment) {
+  for (const auto& l : labels)
+    if (l.experiment_id == experiment && l.rung == 1) return l.label;
+  return "untested";
+}
+
+class EnginePromotion : public EngineUnit {
+ protected:
+  /// The kept changes (#2, #3 of n_edits(2)) measured far better at rung 0;
+  /// at rung 1 a run of experiment e's commit gives rung1(e) (the base: #1).
+  FakeExecutor::Script script(std::function<double(int64_t experiment)> rung1, double rung1_depth = 16) {
+    return [this, rung1, rung1_depth](const ard::Run& run, size_t) -> std::optional<RunEnd> {
+      if (run.build) return built_end();
+      if (at_rung(run)) {
+        EXPECT_NE(run.stages.front().command.find("--budget 600"), std::string::npos) << run.stages.front().command;
+        const double jitter = rung_runs_++ % 2 ? 0.002 : 0;
+        return sized_end(rung1(run.experiment) + jitter, rung1_depth, 40);
+      }
+      if (is_best_run(run)) {
+        RunEnd end = *best_run_end();
+        return sized_end(end.value, 8, 10);
+      }
+      return sized_end(run.experiment == 2 ? 0.95 : 0.90, 8, 10);
+    };
+  }
+  int rung_runs_ = 0;
+};
+
+const std::string kPromoteEvery2 = "[promote]\nevery = 2\n";
+/// Two edits of lines of their own: both kept, the second re-applied onto the first.
+const std::string kTwoSlots = R"([
+  {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]},
+  {"description": "edit b", "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot changed"}]}])";
+
+// Two kept changes make a round: the base and the best at rung 1 (twice the
+// budget), three and two runs, σ measured there; the stack improved, so each
+// change transfers, with its evidence.
+TEST_F(EnginePromotion, AStackThatImprovesAtTheRungTransfers) {
+  write_setup(kTwoSlots, kPromoteEvery2);
+  until_store = round_ended;
+  run_engine(script([](int64_t e) { return e == 1 ? 0.90 : 0.85; }));
+  ASSERT_EQ(rounds.size(), 1u) << daemon_log;
+  EXPECT_EQ(rounds[0].rung, 1);
+  EXPECT_TRUE(rounds[0].ended_at);
+  EXPECT_EQ(rounds[0].outcome, "the stack of 2 change(s) improved at rung 1: each transfers") << daemon_log;
+  EXPECT_EQ(label_of(labels, 2), "transfers") << daemon_log;
+  EXPECT_EQ(label_of(labels, 3), "transfers");
+  int base_runs = 0, best_runs = 0;
+  for (const auto& t : trials)
+    if (t.rung == 1) {
+      EXPECT_EQ(t.purpose, purpose::kPromote);
+      (t.experiment_id == 1 ? base_runs : best_runs) += t.status == "ok";
+    }
+  EXPECT_EQ(base_runs, 3);
+  EXPECT_EQ(best_runs, 2);
+  auto evidence = parse_evidence_json(labels[0].evidence);
+  ASSERT_TRUE(evidence);
+  EXPECT_EQ(evidence->best_n, 3);
+  EXPECT_NEAR(evidence->delta, 0.0508 - 0.0, 0.01);
+  EXPECT_NE(daemon_log.find("promotion round at rung 1 (2x): 2 kept change(s) against #1"), std::string::npos) << daemon_log;
+}
+
+// The stack does not improve at the rung: the bisection finds the change that
+// ended the improvement (the second, #3) and labels it scale_bound.
+TEST_F(EnginePromotion, AStackThatDoesNotImproveIsBisectedToTheScaleBoundChange) {
+  write_setup(kTwoSlots, kPromoteEvery2);
+  until_store = round_ended;
+  // #2 helps at the rung, #3 undoes it.
+  run_engine(script([](int64_t e) { return e == 1 ? 0.90 : e == 2 ? 0.85 : 0.95; }));
+  ASSERT_EQ(rounds.size(), 1u) << daemon_log;
+  EXPECT_EQ(label_of(labels, 2), "transfers") << daemon_log;
+  EXPECT_EQ(label_of(labels, 3), "scale_bound") << daemon_log;
+  EXPECT_EQ(rounds[0].outcome, "#3 is scale-bound at rung 1; #2 transfer(s)");
+  auto evidence = parse_evidence_json(labels[1].evidence);
+  ASSERT_TRUE(evidence);
+  EXPECT_LT(evidence->delta, 0);
+}
+
+// A run at the rung that reports the rung-0 model's depth did not run the
+// larger model: tampered, never a result, so the prefix it measured did not improve.
+TEST_F(EnginePromotion, ARunAtTheRungOfTheWrongSizeIsTampered) {
+  write_setup(kTwoSlots, kPromoteEvery2);
+  until_store = round_ended;
+  run_engine(script([](int64_t) { return 0.9; }, 8));
+  ASSERT_EQ(rounds.size(), 1u) << daemon_log;
+  int tampered = 0;
+  for (const auto& t : trials) tampered += t.rung == 1 && t.status == status::kTampered;
+  EXPECT_GE(tampered, 1) << daemon_log;
+  EXPECT_NE(daemon_log.find("depth 8 where the rung asks 8 x 2 = 16"), std::string::npos) << daemon_log;
+  EXPECT_TRUE(labels.empty());  // the reference itself failed at the rung: no labels
+  EXPECT_NE(rounds[0].outcome.find("the reference #1 failed at rung 1"), std::string::npos) << rounds[0].outcome;
+}
+
+// A round cut short by a stop resumes at the next start: its finished runs
+// count, the reference is not run again, and the labels are stored once.
+TEST_F(EnginePromotion, ARoundStoppedHalfwayResumesAtTheNextStart) {
+  write_setup(kTwoSlots, kPromoteEvery2);
+  until_store = [](Store& store) {
+    int done = 0;
+    for (const auto& t : store.trials("unit")) done += t.rung == 1 && t.status == "ok";
+    return done >= 3;
+  };
+  const FakeExecutor::Script first = script([](int64_t) { return 0.9; });
+  run_engine([&](const ard::Run& run, size_t i) -> std::optional<RunEnd> {
+    if (at_rung(run) && run.experiment == 3) return std::nullopt;  // the best's runs at the rung: cut short by the stop
+    return first(run, i);
+  });
+  ASSERT_EQ(rounds.size(), 1u) << daemon_log;
+  ASSERT_FALSE(rounds[0].ended_at) << daemon_log;
+  const size_t first_runs = trials.size();
+  until_store = round_ended;
+  stop_raised_ = false;
+  run_engine(script([](int64_t e) { return e == 1 ? 0.90 : 0.85; }));
+  ASSERT_EQ(rounds.size(), 1u) << daemon_log;
+  EXPECT_TRUE(rounds[0].ended_at) << daemon_log;
+  EXPECT_NE(rounds[0].reason.find("(resumed)"), std::string::npos);
+  int base_ok = 0;
+  for (const auto& t : trials) base_ok += t.rung == 1 && t.experiment_id == 1 && t.status == "ok";
+  EXPECT_EQ(base_ok, 3) << "the reference was run again after the restart:\n" << daemon_log;
+  EXPECT_GT(trials.size(), first_runs);
+  EXPECT_EQ(label_of(labels, 3), "transfers") << daemon_log;
+}
+
+// `autoresearchd promote` asks for a round before promote.every kept changes;
+// promote.gpus = 1 keeps the rung's runs on the last GPU.
+TEST_F(EnginePromotion, ARoundAskedForRunsOnTheReservedGpu) {
+  write_setup(n_edits(1), "[promote]\ngpus = 1\n");
+  {
+    StateDir state(repo);
+    state.create();
+    Store store(state.db().string());
+    store.request_promotion("unit");
+  }
+  until_store = round_ended;
+  run_engine(script([](int64_t e) { return e == 1 ? 0.90 : 0.85; }));
+  ASSERT_EQ(rounds.size(), 1u) << daemon_log;
+  EXPECT_TRUE(rounds[0].requested_at);
+  EXPECT_NE(rounds[0].reason.find("a round was requested with 1 kept change(s)"), std::string::npos) << rounds[0].reason;
+  int at_rung_runs = 0;
+  for (const auto& run : runs)
+    if (at_rung(run) && !run.build) {
+      ++at_rung_runs;
+      EXPECT_EQ(run.gpu, "1");
+    }
+  EXPECT_GE(at_rung_runs, 5);
+}
+
+// promote.max_share caps the GPU time at rungs above 0: once the first round
+// used more than it, no other round starts however many changes are kept.
+TEST_F(EnginePromotion, NoRoundOnceTheShareIsUsedUp) {
+  write_setup(kTwoSlots, "[promote]\nevery = 1\nmax_share = 0.05\n");
+  until_store = [](Store& store) {
+    int kept = 0;
+    for (const auto& e : store.experiments("unit")) kept += e.state == "kept";
+    return kept >= 3 && round_ended(store);
+  };
+  run_engine(script([](int64_t) { return 0.9; }));
+  ASSERT_GE(rounds.size(), 1u) << daemon_log;
+  EXPECT_EQ(rounds.size(), 1u) << daemon_log;
 }
 
 }  // namespace
