@@ -388,6 +388,24 @@ int cmd_try(const Options& o, const std::string& rev) {
   return 0;
 }
 
+int cmd_promote(const Options& o) {
+  Config config = resolve(o);
+  if (config.rungs.size() < 2) throw FatalError("promote: the config has no rung above 0 ([[rung]] tables) to promote to");
+  if (config.promote.max_share <= 0) throw FatalError("promote: promote.max_share is 0, which turns promotion rounds off");
+  StateDir state(config.repo);
+  state.create();
+  Store store(state.db().string());
+  for (const auto& r : store.promotion_rounds(config.tag))
+    if (!r.ended_at)
+      throw FatalError("promote: round " + std::to_string(r.id) + " of tag " + config.tag +
+                       (r.started_at ? " is in progress" : " is asked for already"));
+  const int64_t id = store.request_promotion(config.tag);
+  std::cout << "promotion round " << id << " asked for tag " << config.tag
+            << ": it starts at the next run's end, once a kept change is not yet promoted and the GPU time at rungs "
+               "above 0 is under promote.max_share (`autoresearchd status` shows it)\n";
+  return 0;
+}
+
 int cmd_export(const Options& o) {
   Config config = resolve(o);
   StateDir state(config.repo);
@@ -513,6 +531,9 @@ int run_cli(int argc, char** argv) {
   CLI::App* idea = app.add_subcommand("idea", "queue an idea: the next proposal is asked to try it");
   common(idea, true);
   idea->add_option("TEXT", idea_text, "the idea, in a sentence or a paragraph")->required();
+  CLI::App* promote = app.add_subcommand(
+      "promote", "ask for a promotion round now: the best's kept changes run again at the next rung ([[rung]])");
+  common(promote, true);
   CLI::App* exp = app.add_subcommand("export", "the history in results.tsv format");
   common(exp, true);
   // TSV is the only format: --tsv is accepted, not required.
@@ -577,6 +598,7 @@ int run_cli(int argc, char** argv) {
     if (*exp) return cmd_export(o);
     if (*idea) return cmd_idea(o, idea_text);
     if (*try_cmd) return cmd_try(o, try_rev);
+    if (*promote) return cmd_promote(o);
     if (*prepare) return cmd_prepare(o);
     if (*serve) return cmd_serve(o, serve_bind, serve_port);
     if (*plot) return cmd_plot(o, plot_out, plot_by_time);

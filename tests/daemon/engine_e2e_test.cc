@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "daemon/decide/promotion.h"
 #include "daemon/exec/process_runner.h"
 #include "daemon/store/state_dir.h"
 #include "daemon/store/store.h"
@@ -536,6 +537,72 @@ TEST_F(EngineE2E, OnOneGpuTheStartMakesSigmaUsableAndClearCandidatesTakeOneRun) 
   EXPECT_THAT(status, HasSubstr("(measured, df "));
   EXPECT_THAT(status, HasSubstr("): usable; kept at Δ ≥ "));
   EXPECT_THAT(status, HasSubstr("σ measured"));  // the rule column
+}
+
+// The default ladder on one GPU, as users run it (confirmations, noise
+// rounds, the sandbox): two kept changes make a promotion round (promote.every
+// = 2). The fake trainer's `scaled` effects say how each does at rung 1 (the
+// stage gets --depth-scale {depth_scale}, twice the depth, and twice the
+// budget): "wide" transfers, "deep" undoes it at the larger scale. The stack
+// does not improve there, so it is bisected: "wide" transfers, "deep" is
+// scale-bound, each with its evidence. `promote` asks for the next round; a
+// second while one is asked for is refused in one line.
+TEST_F(EngineE2E, APromotionRoundLabelsTheChangeThatTransfersAndTheOneThatDoesNot) {
+  write_file(repo / "trainer/train.cu", "effect 0 a\n#\n#\neffect 0 b\nseconds 0.05\nnoise_sigma 0.001\n");
+  git("commit -qam sim");
+  write_file(repo / "script.json",
+             nlohmann::json::array({testing::edit_find("wide", "effect 0 a\n", "effect 0.02 scaled 0.02 a\n"),
+                                    testing::edit_find("deep", "effect 0 b\n", "effect 0.02 scaled -0.02 b\n")})
+                 .dump());
+  write_config("[0]", 0, scripted() + "[promote]\nevery = 2\n", 30, "",
+               kFake + std::string(" run trainer/train.cu --budget {budget} --depth-scale {depth_scale}"));
+  pid_t pid = spawn_daemon("daemon.out");
+  std::vector<PromotionRoundRow> rounds;
+  for (int i = 0; i < 600; ++i) {  // 120 s at most
+    if (std::filesystem::exists(db_path())) rounds = Store::open_read_only(db_path().string())->promotion_rounds("e2e");
+    if (!rounds.empty() && rounds.back().ended_at) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  stop_daemon(pid);
+  const std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  ASSERT_FALSE(rounds.empty()) << log;
+  ASSERT_TRUE(rounds.back().ended_at) << log;
+  Store store(db_path().string());
+  const auto rows = store.experiments("e2e");
+  std::map<std::string, int64_t> id_of;
+  for (const auto& r : rows) id_of[r.description] = r.id;
+  ASSERT_EQ(store.experiment(id_of["wide"])->state, "kept") << log;
+  ASSERT_EQ(store.experiment(id_of["deep"])->state, "kept") << log;
+  ASSERT_EQ(rounds.size(), 1u);
+  EXPECT_EQ(rounds[0].outcome, "#" + std::to_string(id_of["deep"]) + " is scale-bound at rung 1; #" +
+                                   std::to_string(id_of["wide"]) + " transfer(s)") << log;
+  const auto deep = store.change_label(id_of["deep"], 1);
+  ASSERT_TRUE(deep) << log;
+  EXPECT_EQ(deep->label, "scale_bound");
+  const auto wide = store.change_label(id_of["wide"], 1);
+  ASSERT_TRUE(wide) << log;
+  EXPECT_EQ(wide->label, "transfers") << log;
+  auto evidence = parse_evidence_json(wide->evidence);
+  ASSERT_TRUE(evidence);
+  EXPECT_GE(evidence->best_n, 3);
+  EXPECT_GE(evidence->candidate_n, 2);
+  EXPECT_GT(evidence->delta, 0.01);
+  int at_rung = 0;
+  for (const auto& t : store.trials("e2e"))
+    if (t.rung == 1) {
+      ++at_rung;
+      EXPECT_EQ(t.purpose, "promote");
+      EXPECT_EQ(t.status, "ok") << log;
+    }
+  EXPECT_GE(at_rung, 5);
+  EXPECT_THAT(log, HasSubstr("promotion round at rung 1 (2x)"));
+
+  const auto asked = daemon("promote");
+  EXPECT_EQ(asked.code, 0) << asked.out;
+  EXPECT_THAT(asked.out, HasSubstr("promotion round 2 asked for tag e2e"));
+  const auto again = daemon("promote");
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.out, HasSubstr("autoresearchd: error: promote: round 2 of tag e2e is asked for already"));
 }
 
 }  // namespace
