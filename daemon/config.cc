@@ -335,6 +335,11 @@ RungConfig base_rung(const Config& config) {
 }
 
 std::vector<RungConfig> default_rungs(const Config& config) {
+  // A trainer whose commands never receive {depth_scale} cannot run a larger
+  // model: every promotion run of it would be the same size, so tampered.
+  bool scales = config.build_command.find("{depth_scale}") != std::string::npos;
+  for (const StageConfig& stage : config.stages) scales = scales || stage.command.find("{depth_scale}") != std::string::npos;
+  if (!scales) return {base_rung(config)};
   RungConfig twice;
   twice.name = "2x";
   twice.budget_s = 2 * config.budget_s;

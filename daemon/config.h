@@ -279,7 +279,8 @@ RungConfig base_rung(const Config& config);
 
 /// The ladder used when the file has no `[[rung]]`: rung 0, then "2x" at twice
 /// the depth (depth_scale = "2") and twice the budget, its stages' timeouts
-/// scaled by the budget (rung_timing).
+/// scaled by the budget (rung_timing). Rung 0 alone (no promotion) when no
+/// build or stage command takes {depth_scale}: that trainer has no scale knob.
 std::vector<RungConfig> default_rungs(const Config& config);
 
 /// A stage's timing at a rung of budget_s when the rung names none: the

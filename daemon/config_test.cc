@@ -509,6 +509,11 @@ TEST(Config, WithoutRungTablesTheLadderIsBaseThenTwiceTheDepthAndBudget) {
   EXPECT_DOUBLE_EQ(c.promote.max_share, 0.25);
   EXPECT_EQ(c.promote.on_fail, PromoteOnFail::kLabel);
   EXPECT_EQ(c.promote.gpus, 0);
+
+  // A trainer whose commands take no {depth_scale} has no scale knob: no default ladder.
+  Config custom = parse_config("[[stage]]\nname = \"train\"\ncommand = \"./train --budget {budget}\"\n", "/r");
+  ASSERT_EQ(custom.rungs.size(), 1u);
+  EXPECT_EQ(custom.rungs[0].name, "base");
 }
 
 TEST(Config, RungTablesReplaceTheDefaultLadder) {

@@ -34,7 +34,8 @@ std::string row(const ard::HistoryEntry& e) {
   for (char& c : d)
     if (c == '\n' || c == '|') c = ' ';
   if (d.size() > 160) d = d.substr(0, 157) + "...";
-  return "| " + std::to_string(e.id) + " | " + bpb(e.val_bpb) + " | " + e.status + " | " + d + " |\n";
+  const std::string status = e.scale.empty() ? e.status : e.status + ", " + e.scale;
+  return "| " + std::to_string(e.id) + " | " + bpb(e.val_bpb) + " | " + status + " | " + d + " |\n";
 }
 
 std::string cut_middle(const std::string& s, size_t max) {
@@ -150,10 +151,17 @@ std::string history_table(const std::vector<ard::HistoryEntry>& history, long bu
     if (e.val_bpb && e.status == "kept" && (!best || ard::is_better(goal, *e.val_bpb, *best->val_bpb))) best = &e;
 
   std::string out = head;
-  long used = estimate_tokens(head);
+  for (const auto& e : history)
+    if (e.scale.find("scale-bound") != std::string::npos) {
+      // Said once, above the table: what the mark means and what to do about it.
+      out = "Kept changes marked scale-bound helped this model but not the larger one a promotion round ran them on: "
+            "do not build on them.\n\n" + head;
+      break;
+    }
+  long used = estimate_tokens(out);
   if (best) {
     out = "Best so far: experiment " + std::to_string(best->id) + " with " + metric + " " + bpb(best->val_bpb) +
-          ".\n\n" + head;
+          ".\n\n" + out;
     out += row(*best);
     used = estimate_tokens(out);
   }

@@ -224,6 +224,20 @@ TEST(Prompt, HistoryFitsTheBudgetBestFirstThenRecent) {
   EXPECT_NE(history_table({}, 100).find("No experiments yet"), std::string::npos);
 }
 
+TEST(Prompt, HistoryMarksTheKeptChangesThatDoNotTransferToTheLargerScale) {
+  std::vector<ard::HistoryEntry> h = {entry(1, 1.0, "kept", "baseline"), entry(2, 0.99, "kept", "wider mlp"),
+                                      entry(3, 0.98, "kept", "deeper attention")};
+  h[1].scale = "transfers at 2x";
+  std::string t = history_table(h, 100000);
+  EXPECT_NE(t.find("| 2 | 0.990000 | kept, transfers at 2x | wider mlp |"), std::string::npos) << t;
+  EXPECT_EQ(t.find("do not build on them"), std::string::npos);  // no scale-bound change: nothing to say
+  h[2].scale = "scale-bound at 2x";
+  t = history_table(h, 100000);
+  EXPECT_NE(t.find("| 3 | 0.980000 | kept, scale-bound at 2x | deeper attention |"), std::string::npos) << t;
+  EXPECT_NE(t.find("Kept changes marked scale-bound helped this model but not the larger one"), std::string::npos);
+  EXPECT_LT(t.find("Best so far"), t.find("Kept changes marked scale-bound"));
+}
+
 TEST(Prompt, RetryMessageCarriesTheError) {
   std::string m = retry_message("edit 2 (diff, a.cu): hunk 1: ...");
   EXPECT_NE(m.find("edit 2 (diff, a.cu): hunk 1: ..."), std::string::npos);

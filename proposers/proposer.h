@@ -32,6 +32,10 @@ struct HistoryEntry {
   std::optional<double> val_bpb;
   std::string status;           ///< kept, discarded, crash, timeout, build_fail, ...
   bool baseline = false;        ///< the unmodified trainer, run first
+  /// A kept change's standing at the larger scales a promotion round measured
+  /// it at: "scale-bound at 2x" (it helped this model, not the larger one),
+  /// "transfers at 2x"; "" when never measured there.
+  std::string scale;
 };
 
 /// How many experiments ended one way ("kept", "discarded", "crash", ...).

@@ -757,6 +757,11 @@ class EnginePromotion : public EngineUnit {
       return sized_end(run.experiment == 2 ? 0.95 : 0.90, 8, 10);
     };
   }
+  /// The ladder as the shipped trainer gets it by default (its stage takes
+  /// {depth_scale}; this one's does not, so the rung is written out).
+  void setup(const std::string& script, const std::string& extra) {
+    write_setup(script, extra + "[[rung]]\nname = \"2x\"\nvalues = { depth_scale = 2 }\n");
+  }
   int rung_runs_ = 0;
 };
 
@@ -770,7 +775,7 @@ const std::string kTwoSlots = R"([
 // budget), three and two runs, σ measured there; the stack improved, so each
 // change transfers, with its evidence.
 TEST_F(EnginePromotion, AStackThatImprovesAtTheRungTransfers) {
-  write_setup(kTwoSlots, kPromoteEvery2);
+  setup(kTwoSlots, kPromoteEvery2);
   until_store = round_ended;
   run_engine(script([](int64_t e) { return e == 1 ? 0.90 : 0.85; }));
   ASSERT_EQ(rounds.size(), 1u) << daemon_log;
@@ -797,7 +802,7 @@ TEST_F(EnginePromotion, AStackThatImprovesAtTheRungTransfers) {
 // The stack does not improve at the rung: the bisection finds the change that
 // ended the improvement (the second, #3) and labels it scale_bound.
 TEST_F(EnginePromotion, AStackThatDoesNotImproveIsBisectedToTheScaleBoundChange) {
-  write_setup(kTwoSlots, kPromoteEvery2);
+  setup(kTwoSlots, kPromoteEvery2);
   until_store = round_ended;
   // #2 helps at the rung, #3 undoes it.
   run_engine(script([](int64_t e) { return e == 1 ? 0.90 : e == 2 ? 0.85 : 0.95; }));
@@ -813,7 +818,7 @@ TEST_F(EnginePromotion, AStackThatDoesNotImproveIsBisectedToTheScaleBoundChange)
 // A run at the rung that reports the rung-0 model's depth did not run the
 // larger model: tampered, never a result, so the prefix it measured did not improve.
 TEST_F(EnginePromotion, ARunAtTheRungOfTheWrongSizeIsTampered) {
-  write_setup(kTwoSlots, kPromoteEvery2);
+  setup(kTwoSlots, kPromoteEvery2);
   until_store = round_ended;
   run_engine(script([](int64_t) { return 0.9; }, 8));
   ASSERT_EQ(rounds.size(), 1u) << daemon_log;
@@ -828,7 +833,7 @@ TEST_F(EnginePromotion, ARunAtTheRungOfTheWrongSizeIsTampered) {
 // A round cut short by a stop resumes at the next start: its finished runs
 // count, the reference is not run again, and the labels are stored once.
 TEST_F(EnginePromotion, ARoundStoppedHalfwayResumesAtTheNextStart) {
-  write_setup(kTwoSlots, kPromoteEvery2);
+  setup(kTwoSlots, kPromoteEvery2);
   until_store = [](Store& store) {
     int done = 0;
     for (const auto& t : store.trials("unit")) done += t.rung == 1 && t.status == "ok";
@@ -858,7 +863,7 @@ TEST_F(EnginePromotion, ARoundStoppedHalfwayResumesAtTheNextStart) {
 // `autoresearchd promote` asks for a round before promote.every kept changes;
 // promote.gpus = 1 keeps the rung's runs on the last GPU.
 TEST_F(EnginePromotion, ARoundAskedForRunsOnTheReservedGpu) {
-  write_setup(n_edits(1), "[promote]\ngpus = 1\n");
+  setup(n_edits(1), "[promote]\ngpus = 1\n");
   {
     StateDir state(repo);
     state.create();
@@ -882,7 +887,7 @@ TEST_F(EnginePromotion, ARoundAskedForRunsOnTheReservedGpu) {
 // promote.max_share caps the GPU time at rungs above 0: once the first round
 // used more than it, no other round starts however many changes are kept.
 TEST_F(EnginePromotion, NoRoundOnceTheShareIsUsedUp) {
-  write_setup(kTwoSlots, "[promote]\nevery = 1\nmax_share = 0.05\n");
+  setup(kTwoSlots, "[promote]\nevery = 1\nmax_share = 0.05\n");
   until_store = [](Store& store) {
     int kept = 0;
     for (const auto& e : store.experiments("unit")) kept += e.state == "kept";

@@ -40,7 +40,17 @@ std::string description_line(const std::string& text) {
   return line.empty() ? "(no description)" : line;
 }
 
-std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& rows) {
+std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& rows,
+                                           const std::vector<ChangeLabelRow>& labels,
+                                           const std::vector<std::string>& rung_names) {
+  std::map<int64_t, std::vector<std::string>> scale;  // by experiment, in rung order
+  for (const ChangeLabelRow& l : labels) {
+    if (l.label == "untested") continue;
+    const std::string rung = l.rung >= 0 && static_cast<size_t>(l.rung) < rung_names.size()
+                                 ? rung_names[static_cast<size_t>(l.rung)]
+                                 : "rung " + std::to_string(l.rung);
+    scale[l.experiment_id].push_back((l.label == "scale_bound" ? "scale-bound at " : "transfers at ") + rung);
+  }
   std::vector<HistoryEntry> out;
   for (const auto& r : rows) {
     if (!is_final_state(r.state)) continue;
@@ -51,6 +61,7 @@ std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& row
     h.val_bpb = r.val_bpb;
     h.status = r.state;
     h.baseline = r.is_baseline;
+    if (auto it = scale.find(r.id); it != scale.end() && r.state == "kept") h.scale = join_list(it->second, 4);
     out.push_back(std::move(h));
   }
   return out;

@@ -86,8 +86,12 @@ double ask_again_after(double retry_wait_s, double retry_at, double now);
 std::string description_line(const std::string& text);
 
 /// The history a proposer is given: every finished experiment of `rows`, in
-/// their order, its description as status shows it (a proposer error says so).
-std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& rows);
+/// their order, its description as status shows it (a proposer error says so);
+/// a kept change's labels (the tag's current_change_labels) at the rungs named
+/// by rung_names (index: the rung) as HistoryEntry::scale.
+std::vector<HistoryEntry> proposal_history(const std::vector<ExperimentRow>& rows,
+                                           const std::vector<ChangeLabelRow>& labels = {},
+                                           const std::vector<std::string>& rung_names = {});
 
 /// The earlier change of the tag that experiment id's diff repeats
 /// (duplicates.h, find_duplicate at threshold): rows are the tag's

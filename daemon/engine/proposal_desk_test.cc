@@ -66,6 +66,21 @@ TEST(ProposalHistory, FinishedExperimentsOnlyInOrder) {
   EXPECT_EQ(history[1].id, 3);
   EXPECT_EQ(history[1].status, status::kProposerError);
   EXPECT_EQ(history[1].description, "(proposer error: every attempt failed to apply)");  // never ""
+  EXPECT_EQ(history[0].scale, "");
+}
+
+TEST(ProposalHistory, AKeptChangeCarriesItsLabelsAtTheLargerRungs) {
+  ExperimentRow kept;
+  kept.id = 4;
+  kept.state = status::kKept;
+  ExperimentRow discarded;
+  discarded.id = 5;
+  discarded.state = status::kDiscarded;
+  const std::vector<ChangeLabelRow> labels = {{0, 4, 1, "scale_bound"}, {0, 4, 2, "untested"}, {0, 5, 1, "transfers"}};
+  const auto history = proposal_history({kept, discarded}, labels, {"base", "2x", "4x"});
+  ASSERT_EQ(history.size(), 2u);
+  EXPECT_EQ(history[0].scale, "scale-bound at 2x");
+  EXPECT_EQ(history[1].scale, "");  // a change no longer kept has no standing to mark
 }
 
 // A change is compared with every other row's diff, finished or in flight,

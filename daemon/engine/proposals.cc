@@ -105,7 +105,9 @@ int64_t Proposals::ask(const AskContext& a) {
   ctx.program_md = a.program;
   ctx.files = fix ? fix->files : repo_->editable_files(a.parent, editable_);
   const std::vector<ExperimentRow> rows = store_.experiments(config_.tag);
-  ctx.history = proposal_history(rows);
+  std::vector<std::string> rung_names;
+  for (const RungConfig& r : config_.rungs) rung_names.push_back(r.name);
+  ctx.history = proposal_history(rows, store_.current_change_labels(config_.tag), rung_names);
   ctx.tried = tried_memory(rows, ctx.files);
   if (!fix) ctx.idea = idea_for(id);
   ctx.in_flight = a.in_flight;
