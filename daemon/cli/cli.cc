@@ -340,7 +340,7 @@ int cmd_status(const Options& o) {
   if (!(pid && o.tag.empty()) && store.ideas(config.tag).empty() && store.tries(config.tag).empty())
     if (auto unknown = unknown_tag(store, config.tag)) throw FatalError(*unknown);
   std::cout << render_status(store, config.tag, pid, now_seconds(), {config.noise.prior_sigma, config.noise.z},
-                             {config.metric, config.goal});
+                             {config.metric, config.goal}, ladder_settings(config));
   return 0;
 }
 
@@ -349,7 +349,7 @@ int cmd_show(const Options& o, int64_t id) {
   StateDir state(config.repo);
   if (!std::filesystem::exists(state.db())) throw FatalError("no results yet in " + config.repo.string());
   Store store(state.db().string());
-  auto text = render_show(store, id, state.logs());
+  auto text = render_show(store, id, state.logs(), ladder_settings(config));
   if (!text) throw FatalError("no experiment #" + std::to_string(id));
   std::cout << *text;
   return 0;

@@ -17,18 +17,6 @@
 namespace ard {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string signed_fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.*f", digits, v);
-  return buf;
-}
-
 /// Pads to width columns, counting UTF-8 characters (σ, ±), not bytes.
 std::string pad(const std::string& s, size_t width, bool right = false) {
   size_t columns = 0;
@@ -104,7 +92,7 @@ EngineFigures engine_figures(Store& store, const std::string& tag, double now) {
 }
 
 std::string format_duration(double s) {
-  if (s < 60) return fixed(s, 1) + "s";
+  if (s < 60) return format_fixed(s, 1) + "s";
   long total = static_cast<long>(s + 0.5);
   char buf[32];
   if (total < 3600) std::snprintf(buf, sizeof buf, "%ldm%02lds", total / 60, total % 60);
@@ -182,7 +170,7 @@ std::optional<std::string> data_step_line(Store& store, double now) {
 }
 
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
-                          const NoiseSettings& noise, const MetricSpec& metric) {
+                          const NoiseSettings& noise, const MetricSpec& metric, const LadderSettings& ladder) {
   std::ostringstream os;
   auto rows = store.experiments(tag);
   auto session = store.last_session();
@@ -204,8 +192,8 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   std::optional<double> best;
   const ExperimentRow* best_row = nullptr;
   for (const auto& r : rows) {
-    std::string val = r.val_bpb ? fixed(*r.val_bpb, 6) : "-";
-    std::string delta = r.val_bpb && best ? signed_fixed(*r.val_bpb - *best, 6) : "-";
+    std::string val = r.val_bpb ? format_fixed(*r.val_bpb, 6) : "-";
+    std::string delta = r.val_bpb && best ? format_signed(*r.val_bpb - *best, 6) : "-";
     double end = r.ended_at ? *r.ended_at : now;
     os << pad(std::to_string(r.id), 4, true) << "  " << pad(r.commit.empty() ? "-" : r.commit.substr(0, 7), 7)
        << "  " << pad(val, 9, true) << "  " << pad(delta, 9, true) << "  " << pad(r.state, 14) << "  "
@@ -219,7 +207,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   if (rows.empty()) os << "(no experiments yet)\n";
   os << "\n";
   if (best_row)
-    os << "best: " << fixed(*best_row->val_bpb, 6) << " at " << best_row->commit.substr(0, 7) << " (#" << best_row->id
+    os << "best: " << format_fixed(*best_row->val_bpb, 6) << " at " << best_row->commit.substr(0, 7) << " (#" << best_row->id
        << " " << clean(best_row->description) << ")"
        << (metric.goal == MetricGoal::kMax ? ", " + metric.name + ": higher is better" : "") << "\n";
   else
@@ -230,17 +218,18 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
   StatusFigures f = status_figures(store, tag, rows, daemon_pid.has_value(), now);
   os << "experiments: " << f.finished << " finished in " << format_duration(f.wall_s);
   if (f.wall_s > 0) {
-    os << " (" << fixed(f.per_hour, 1) << " per hour";
-    if (f.gpus > 1) os << ", " << fixed(f.per_hour / f.gpus, 1) << " per GPU-hour";
+    os << " (" << format_fixed(f.per_hour, 1) << " per hour";
+    if (f.gpus > 1) os << ", " << format_fixed(f.per_hour / f.gpus, 1) << " per GPU-hour";
     os << ")";
   }
-  os << "; training share of wall time: " << fixed(100.0 * f.training_share, 1) << "%";
+  os << "; training share of wall time: " << format_fixed(100.0 * f.training_share, 1) << "%";
   if (f.training_share_clamped) os << " (clamped: the trainers reported more training time than that)";
   if (f.gpu_busy_share)
-    os << "; GPU busy share: " << fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
+    os << "; GPU busy share: " << format_fixed(100.0 * *f.gpu_busy_share, 1) << "% of " << f.gpus << " GPU"
        << (f.gpus == 1 ? "" : "s");
   os << "\n";
   os << render_noise_status(store, tag, now, noise);
+  os << render_ladder(ladder_of(store, tag, ladder));
   os << llm_status_line(f.llm);
   if (std::string cut = store.last_prompt_cut(tag); !cut.empty()) os << "llm " << cut << "\n";
   for (const auto& l : store.learnt_limits())
@@ -294,7 +283,7 @@ std::string render_status(Store& store, const std::string& tag, std::optional<pi
     for (size_t i = 0; i < regions.size() && i < kTopRegions; ++i) {
       const int kept = kept_count(regions[i]);
       os << "  " << pad(std::to_string(regions[i].tries), 4, true) << "  " << pad(std::to_string(kept), 4, true) << "  "
-         << pad(fixed(100.0 * kept / regions[i].tries, 0) + "%", 4, true) << "  " << clean(regions[i].region) << "\n";
+         << pad(format_fixed(100.0 * kept / regions[i].tries, 0) + "%", 4, true) << "  " << clean(regions[i].region) << "\n";
     }
     if (const size_t more = regions.size() > kTopRegions ? regions.size() - kTopRegions : 0; more > 0)
       os << "  (" << more << " more region" << (more == 1 ? "" : "s") << ")\n";
@@ -364,7 +353,7 @@ std::string llm_status_line(const LlmTotals& llm) {
   std::ostringstream os;
   os << "llm: " << llm.calls << " calls, " << llm.input_tokens << " input + " << llm.cache_read_tokens
      << " cached + " << llm.cache_write_tokens << " cache-write + " << llm.output_tokens << " output tokens (cache hit "
-     << fixed(100 * llm.cache_hit_rate(), 1) << "%), $" << fixed(llm.cost_usd, 4);
+     << format_fixed(100 * llm.cache_hit_rate(), 1) << "%), $" << format_fixed(llm.cost_usd, 4);
   if (llm.estimated_calls > 0)
     os << " (" << llm.estimated_calls << " call" << (llm.estimated_calls == 1 ? "" : "s")
        << " with estimated usage: the server sent none)";
@@ -372,7 +361,8 @@ std::string llm_status_line(const LlmTotals& llm) {
   return os.str();
 }
 
-std::optional<std::string> render_show(Store& store, int64_t id, const std::filesystem::path& logs_dir) {
+std::optional<std::string> render_show(Store& store, int64_t id, const std::filesystem::path& logs_dir,
+                                       const LadderSettings& ladder) {
   auto r = store.experiment(id);
   if (!r) return std::nullopt;
   if (r->log_tail.empty()) {
@@ -404,10 +394,11 @@ std::optional<std::string> render_show(Store& store, int64_t id, const std::file
   os << "started:      " << format_time(r->started_at);
   if (r->ended_at) os << ", took " << format_duration(*r->ended_at - r->started_at);
   os << "\n";
-  if (r->val_bpb) os << "val_bpb:      " << fixed(*r->val_bpb, 6) << "\n";
+  if (r->val_bpb) os << "val_bpb:      " << format_fixed(*r->val_bpb, 6) << "\n";
   if (!r->summary_json.empty()) os << "summary:      " << r->summary_json << "\n";
   if (!r->error.empty()) os << "error:        " << r->error << "\n";
   os << render_runs(store, *r);
+  os << render_rung_standing(store, *r, ladder);
 
   auto attempts = store.attempts(id);
   for (size_t i = 0; i < attempts.size(); ++i) {
@@ -432,12 +423,12 @@ std::string render_llm_calls(const std::vector<LlmCallRow>& calls) {
   std::ostringstream os;
   os << "\n--- llm calls\n";
   for (const auto& c : calls) {
-    os << "round " << c.attempt << " call " << c.retry + 1 << ": " << c.status << ", " << fixed(c.latency_s, 1) << "s, "
+    os << "round " << c.attempt << " call " << c.retry + 1 << ": " << c.status << ", " << format_fixed(c.latency_s, 1) << "s, "
        << c.input_tokens << " in + " << c.cache_read_tokens << " cached + " << c.cache_write_tokens << " cache-write + "
        << c.output_tokens << " out" << (c.usage_estimated ? " (estimated: no usage sent)" : "") << ", $"
-       << fixed(c.cost_usd, 4);
+       << format_fixed(c.cost_usd, 4);
     if (!c.error.empty()) os << ": " << c.error;
-    if (c.wait_s > 0) os << "; waited " << fixed(c.wait_s, 1) << "s before the next call";
+    if (c.wait_s > 0) os << "; waited " << format_fixed(c.wait_s, 1) << "s before the next call";
     os << "\n";
     if (!c.partial_text.empty())
       os << "partial text (" << c.partial_text.size() << " bytes):\n" << c.partial_text
@@ -452,8 +443,8 @@ std::string render_tsv(Store& store, const std::string& tag) {
   for (const auto& r : store.experiments(tag)) {
     if (r.commit.empty() || !is_final_state(r.state) || r.state == status::kDuplicate) continue;  // never ran
     const char* st = r.state == status::kKept ? "keep" : r.state == status::kDiscarded ? "discard" : "crash";
-    os << r.commit.substr(0, 7) << "\t" << fixed(r.val_bpb.value_or(0), 6) << "\t"
-       << fixed(r.peak_vram_mb.value_or(0) / 1024.0, 1) << "\t" << st << "\t" << clean(r.description) << "\n";
+    os << r.commit.substr(0, 7) << "\t" << format_fixed(r.val_bpb.value_or(0), 6) << "\t"
+       << format_fixed(r.peak_vram_mb.value_or(0) / 1024.0, 1) << "\t" << st << "\t" << clean(r.description) << "\n";
   }
   return os.str();
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/decide/ladder_report.h"
 #include "daemon/decide/run_evidence.h"
 #include "daemon/store/store.h"
 #include "proposers/metric_goal.h"
@@ -51,13 +52,19 @@ std::optional<double> shown_expected_end(const ExperimentRow& row);
 /// noise: what the screens need of [noise] to judge σ as the engine does.
 /// metric: the value column's name, and under MetricGoal::kMax a best line
 /// that says higher is better (delta is always value − the best's value).
+/// ladder: the rungs and [promote]; with a rung above 0, the section
+/// "promotion ladder" (ladder_report.h) follows the noise lines.
 std::string render_status(Store& store, const std::string& tag, std::optional<pid_t> daemon_pid, double now,
-                          const NoiseSettings& noise = {}, const MetricSpec& metric = {});
+                          const NoiseSettings& noise = {}, const MetricSpec& metric = {},
+                          const LadderSettings& ladder = {});
 
 /// One experiment in full; nullopt when there is no such id. When the row has
 /// no log tail (the daemon died before storing it), the tail comes from the
 /// experiment's newest log in logs_dir (<id>-<stage>.log), when given.
-std::optional<std::string> render_show(Store& store, int64_t id, const std::filesystem::path& logs_dir = {});
+/// ladder: the rungs, to name them; its labels and runs at rungs above 0
+/// follow its runs (ladder_report.h, render_rung_standing).
+std::optional<std::string> render_show(Store& store, int64_t id, const std::filesystem::path& logs_dir = {},
+                                       const LadderSettings& ladder = {});
 
 /// The history as results.tsv: commit, val_bpb, memory_gb, status, description.
 /// Experiments that never got a commit of their own are left out.

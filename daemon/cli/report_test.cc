@@ -3,7 +3,9 @@
 
 #include <gmock/gmock.h>
 
+#include "daemon/config.h"
 #include "daemon/util/clock.h"
+#include "testing/ladder_rows.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -240,6 +242,34 @@ TEST_F(ReportTest, ShowPrintsEverythingStored) {
   EXPECT_THAT(*s, HasSubstr("--- program.md (p1)\n# program\n"));
   EXPECT_THAT(*s, HasSubstr("error:        no improvement"));
   EXPECT_FALSE(render_show(store, 99));
+}
+
+// The default ladder (rung 1 "2x"): status has the promotion ladder with
+// every kept change's label, show the experiment's label with its evidence
+// and its runs at the rung, which leave its own mean (rung 0) alone.
+TEST_F(ReportTest, StatusAndShowPrintThePromotionLadderAndItsLabels) {
+  const testing::LadderRows ladder = testing::add_ladder_rows(store, "lad");
+  const LadderSettings settings = ladder_settings(parse_config("", dir.path()));
+  const std::string status = render_status(store, "lad", std::nullopt, 5000.0, {}, {}, settings);
+  EXPECT_THAT(status, HasSubstr("promotion ladder (a round every 5 kept changes, on_fail label): GPU time at rungs above "
+                                "0 87.3% of 25% allowed (promote.max_share)\n"
+                                "  2x (rung 1): depth_scale 2, budget 600 s; reference #" +
+                                std::to_string(ladder.wider) + " a200000; σ at 2x = 0.001414 (df 4)\n"));
+  EXPECT_THAT(status, HasSubstr("a100000  transfers at 2x    lower lr\n"));
+  EXPECT_THAT(status, HasSubstr("a200000  scale-bound at 2x  wider mlp\n"));
+  EXPECT_THAT(status, HasSubstr("a300000  untested at 2x     deeper\n"));
+  EXPECT_THAT(render_status(store, "lad", std::nullopt, 5000.0), Not(HasSubstr("promotion ladder")));
+  // The mean ± spread column counts rung 0 only.
+  EXPECT_THAT(status, HasSubstr("0.990000 ± 0.000000 (1)"));
+
+  const std::string show = *render_show(store, ladder.lower_lr, {}, settings);
+  EXPECT_THAT(show, HasSubstr("runs:         0.990000 ± 0.000000 (1)\n"));
+  EXPECT_THAT(show, HasSubstr("  promote    gpu 0   scale 1.0000 (calibration 0) rung 1 val_bpb 0.940000 ok a100000\n"));
+  EXPECT_THAT(show, HasSubstr("at larger scales:\n  2x (rung 1): transfers at 2x, decided "));
+  EXPECT_THAT(show, HasSubstr("a stack holding it 0.941000 (n 2) against the reference's 0.951000 (n 2): Δ = +0.010000, "
+                              "σ at the rung 0.001414; trials "));
+  EXPECT_THAT(show, HasSubstr("    its runs at 2x: 0.941000 ± 0.001414 (2); trials "));
+  EXPECT_THAT(*render_show(store, ladder.discarded, {}, settings), Not(HasSubstr("at larger scales")));
 }
 
 TEST(FormatDuration, PicksTheUnit) {

@@ -46,7 +46,8 @@ std::string render_noise_status(Store& store, const std::string& tag, double now
 std::string mean_spread(const std::vector<TrialRow>& trials, const ExperimentRow& row) {
   std::vector<double> values;
   for (const auto& t : trials)
-    if (t.experiment_id == row.id && t.commit == row.commit && t.status == "ok" && t.val_bpb) values.push_back(*t.val_bpb);
+    if (t.experiment_id == row.id && t.commit == row.commit && t.rung == 0 && t.status == "ok" && t.val_bpb)
+      values.push_back(*t.val_bpb);
   const Spread s = spread_of(values);
   if (s.n == 0) return "-";
   return format("%.6f ± %.6f (%d)", s.mean, s.spread, s.n);
@@ -62,6 +63,7 @@ std::string render_runs(Store& store, const ExperimentRow& row) {
   for (const auto& t : runs) {
     os << format("  %-10s gpu %-3s scale %.4f (calibration %lld)", t.purpose.c_str(), t.gpu.c_str(), t.budget_scale,
                  static_cast<long long>(t.calibration));
+    if (t.rung > 0) os << format(" rung %d", t.rung);
     if (t.num_steps) os << format(" steps %lld", static_cast<long long>(*t.num_steps));
     if (t.tokens) os << format(" tokens %.0f", *t.tokens);
     if (t.val_bpb) os << format(" val_bpb %.6f", *t.val_bpb);

@@ -19,11 +19,12 @@ namespace ard {
 std::string render_noise_status(Store& store, const std::string& tag, double now, const NoiseSettings& noise = {});
 
 /// "0.981200 ± 0.001100 (3)" over the finished runs of the experiment's own
-/// commit; "-" when it has none.
+/// commit as configured (rung 0: a larger rung's runs are another model's);
+/// "-" when it has none.
 std::string mean_spread(const std::vector<TrialRow>& trials, const ExperimentRow& row);
 
 /// For `show`: the decision's reason line and one line per run (purpose, GPU,
-/// budget scale, steps, tokens, val_bpb, status).
+/// budget scale, its rung when above 0, steps, tokens, val_bpb, status).
 std::string render_runs(Store& store, const ExperimentRow& row);
 
 }  // namespace ard

@@ -148,7 +148,40 @@ json api_status(Store& store, const DashboardView& view, double now) {
         {"keep_margin", noise.usable() ? json(noise.margin) : json(nullptr)},
         {"line", describe(noise)}}},
       {"sigma", noise.used ? json(noise.used->sigma) : json(nullptr)},
+      {"ladder", api_ladder(store, view.tag, view.ladder)},
   };
+}
+
+json api_ladder(Store& store, const std::string& tag, const LadderSettings& settings) {
+  const Ladder ladder = ladder_of(store, tag, settings);
+  if (ladder.rungs.empty()) return nullptr;
+  json rungs = json::array();
+  for (const RungStanding& r : ladder.rungs)
+    rungs.push_back({{"rung", r.rung},
+                     {"name", r.name},
+                     {"depth_scale", r.depth_scale},
+                     {"budget_s", r.budget_s},
+                     {"reference", r.reference ? json{{"id", *r.reference}, {"commit", r.reference_commit}} : json(nullptr)},
+                     {"base_commit", r.reference ? json(nullptr) : text_or_null(r.reference_commit)},
+                     {"sigma", r.sigma ? json(r.sigma->sigma) : json(nullptr)},
+                     {"df", r.sigma ? json(r.sigma->df) : json(nullptr)}});
+  json changes = json::array();
+  for (const ChangeStanding& c : ladder.changes) {
+    json labels = json::array();
+    for (size_t i = 0; i < c.labels.size(); ++i)
+      labels.push_back({{"rung", ladder.rungs[i].rung},
+                        {"name", ladder.rungs[i].name},
+                        {"label", to_string(c.labels[i])},
+                        {"words", label_words(c.labels[i], ladder.rungs[i].name)}});
+    changes.push_back({{"id", c.experiment_id}, {"commit", c.commit}, {"description", c.description}, {"labels", labels}});
+  }
+  return {{"rungs", rungs},
+          {"promotion_share", ladder.promotion_share},
+          {"max_share", ladder.promote.max_share},
+          {"every", ladder.promote.every},
+          {"on_fail", to_string(ladder.promote.on_fail)},
+          {"gpus", ladder.promote.gpus},
+          {"changes", changes}};
 }
 
 json api_experiments(Store& store, const DashboardView& view, int64_t since) {
@@ -158,7 +191,7 @@ json api_experiments(Store& store, const DashboardView& view, int64_t since) {
   return out;
 }
 
-std::optional<json> api_experiment(Store& store, int64_t id) {
+std::optional<json> api_experiment(Store& store, int64_t id, const LadderSettings& ladder) {
   auto r = store.experiment(id);
   if (!r) return std::nullopt;
   json doc = experiment_summary(*r);
@@ -184,8 +217,19 @@ std::optional<json> api_experiment(Store& store, int64_t id) {
                       {"ended_at", or_null(t.ended_at)},
                       {"training_seconds", or_null(t.training_seconds)},
                       {"val_bpb", or_null(t.val_bpb)},
-                      {"status", text_or_null(t.status)}});
+                      {"status", text_or_null(t.status)},
+                      {"rung", t.rung}});
   doc["trials"] = trials;
+  json labels = json::array();
+  for (const ChangeLabelRow& l : store.change_labels(id)) {
+    json evidence = json::parse(l.evidence, nullptr, false);
+    labels.push_back({{"rung", l.rung},
+                      {"name", rung_name(ladder.rungs, l.rung)},
+                      {"label", l.label},
+                      {"evidence", evidence.is_object() && !evidence.empty() ? evidence : json(nullptr)},
+                      {"decided_at", l.decided_at}});
+  }
+  doc["labels"] = labels;
   // Why it was kept or not: the keep rule's line as `show` prints it, which
   // rule made it, and the runs of its own commit as mean ± spread (n).
   const std::string decision = store.decision(id);
@@ -193,7 +237,7 @@ std::optional<json> api_experiment(Store& store, int64_t id) {
   doc["decision_rule"] = text_or_null(decision_rule(decision));
   std::vector<double> own;
   for (const auto& t : store.experiment_trials(id))
-    if (t.commit == r->commit && t.status == "ok" && t.val_bpb) own.push_back(*t.val_bpb);
+    if (t.commit == r->commit && t.rung == 0 && t.status == "ok" && t.val_bpb) own.push_back(*t.val_bpb);
   const Spread runs = spread_of(own);
   doc["runs"] = runs.n == 0 ? json(nullptr)
                             : json{{"mean", runs.mean}, {"spread", runs.spread}, {"n", runs.n},

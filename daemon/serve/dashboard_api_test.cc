@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 
 #include "daemon/cli/report.h"
+#include "daemon/config.h"
+#include "testing/ladder_rows.h"
 #include "testing/test_util.h"
 
 namespace ard {
@@ -324,6 +326,55 @@ TEST_F(DashboardApiTest, AnExperimentCarriesItsDecisionItsRuleAndItsRuns) {
   EXPECT_EQ((*doc)["runs"]["n"], 1);
   EXPECT_EQ((*doc)["runs"]["text"], "1.250000 ± 0.000000 (1)");
   EXPECT_TRUE((*api_experiment(store, unplaced))["decision"].is_null());
+}
+
+// The promotion ladder in /api/status and the labels in /api/experiments/<id>,
+// on a promotion round's rows under the default ladder (rung 1 "2x").
+TEST_F(DashboardApiTest, TheLadderAndTheLabelsWithTheirEvidence) {
+  const testing::LadderRows rows = testing::add_ladder_rows(store, "lad");
+  EXPECT_TRUE(api_status(store, DashboardView{"lad", std::nullopt, false}, 5000.0)["ladder"].is_null());
+  DashboardView lad{"lad", std::nullopt, false};
+  lad.ladder = ladder_settings(parse_config("", dir.path()));
+  const json ladder = api_status(store, lad, 5000.0)["ladder"];
+  ASSERT_TRUE(ladder.is_object()) << ladder.dump();
+  EXPECT_NEAR(ladder["promotion_share"].get<double>(), 4800.0 / 5500.0, 1e-9);
+  EXPECT_EQ(ladder["max_share"], 0.25);
+  EXPECT_EQ(ladder["every"], 5);
+  EXPECT_EQ(ladder["on_fail"], "label");
+  ASSERT_EQ(ladder["rungs"].size(), 1u);
+  const json& rung = ladder["rungs"][0];
+  EXPECT_EQ(rung["rung"], 1);
+  EXPECT_EQ(rung["name"], "2x");
+  EXPECT_EQ(rung["depth_scale"], 2.0);
+  EXPECT_EQ(rung["budget_s"], 600.0);
+  EXPECT_EQ(rung["reference"], (json{{"id", rows.wider}, {"commit", testing::kLadderWider}}));
+  EXPECT_TRUE(rung["base_commit"].is_null());
+  EXPECT_NEAR(rung["sigma"].get<double>(), 0.0014142, 1e-6);
+  EXPECT_EQ(rung["df"], 4);
+  ASSERT_EQ(ladder["changes"].size(), 3u);
+  EXPECT_EQ(ladder["changes"][0]["id"], rows.lower_lr);
+  EXPECT_EQ(ladder["changes"][0]["description"], "lower lr");
+  EXPECT_EQ(ladder["changes"][0]["labels"],
+            (json::array({{{"rung", 1}, {"name", "2x"}, {"label", "transfers"}, {"words", "transfers at 2x"}}})));
+  EXPECT_EQ(ladder["changes"][1]["labels"][0]["label"], "scale_bound");
+  EXPECT_EQ(ladder["changes"][1]["labels"][0]["words"], "scale-bound at 2x");
+  EXPECT_EQ(ladder["changes"][2]["labels"][0]["label"], "untested");
+
+  const json doc = *api_experiment(store, rows.lower_lr, lad.ladder);
+  ASSERT_EQ(doc["labels"].size(), 1u);
+  EXPECT_EQ(doc["labels"][0]["rung"], 1);
+  EXPECT_EQ(doc["labels"][0]["name"], "2x");
+  EXPECT_EQ(doc["labels"][0]["label"], "transfers");
+  EXPECT_EQ(doc["labels"][0]["decided_at"], 1000.0);
+  EXPECT_EQ(parse_evidence_json(doc["labels"][0]["evidence"].dump()), rows.lower_lr_evidence);
+  ASSERT_EQ(doc["trials"].size(), 3u);  // its run as configured, then its two at rung 1
+  EXPECT_EQ(doc["trials"][0]["rung"], 0);
+  EXPECT_EQ(doc["trials"][1]["rung"], 1);
+  EXPECT_EQ(doc["runs"]["n"], 1);  // its own mean is rung 0's
+  EXPECT_EQ(doc["runs"]["mean"], 0.99);
+  const json deeper = *api_experiment(store, rows.deeper, lad.ladder);
+  EXPECT_TRUE(deeper["labels"][0]["evidence"].is_null());
+  EXPECT_TRUE((*api_experiment(store, rows.discarded))["labels"].empty());
 }
 
 }  // namespace

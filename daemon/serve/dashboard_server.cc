@@ -201,7 +201,7 @@ struct DashboardServer::State {
 
   DashboardView view() const {
     return {settings.tag, running_daemon(settings.pid_file), settings.serve.allow_actions, settings.noise,
-            settings.metric};
+            settings.metric, settings.ladder};
   }
 
   Response handle(const Request& req) {
@@ -261,7 +261,7 @@ struct DashboardServer::State {
     if (path.substr(0, 17) == "/api/experiments/") {
       auto id = parse_id(path.substr(17));
       if (!id) return error(req, http::status::bad_request, "expected /api/experiments/<id>");
-      auto doc = api_experiment(*store, *id);
+      auto doc = api_experiment(*store, *id, settings.ladder);
       if (!doc) return error(req, http::status::not_found, "no experiment #" + std::to_string(*id));
       return json_reply(req, http::status::ok, *doc);
     }
@@ -376,6 +376,7 @@ DashboardSettings dashboard_settings(const Config& config) {
   DashboardSettings s{config.serve, config.tag, state.db(), state.pid_file()};
   s.noise = {config.noise.prior_sigma, config.noise.z};
   s.metric = {config.metric, config.goal};
+  s.ladder = ladder_settings(config);
   return s;
 }
 

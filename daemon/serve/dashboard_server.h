@@ -18,6 +18,7 @@
 #include <string>
 
 #include "daemon/config.h"
+#include "daemon/decide/ladder_report.h"
 #include "daemon/decide/run_evidence.h"
 
 namespace ard {
@@ -50,6 +51,7 @@ struct DashboardSettings {
   std::filesystem::path chart_js = "/usr/share/javascript/chart.js/chart.min.js";
   NoiseSettings noise;  ///< [noise]: σ judged as the engine does
   MetricSpec metric;  ///< `summary.metric` and `summary.goal`: the chart's axis and best-so-far line
+  LadderSettings ladder;  ///< the rungs and [promote]: the promotion ladder's labels
 };
 
 /// The settings for the repo's store and its [serve] table.

@@ -1,6 +1,7 @@
 // See text.h.
 #include "daemon/util/text.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace ard {
@@ -26,6 +27,18 @@ std::string format_number(double v) {
   std::ostringstream os;
   os << v;
   return os.str();
+}
+
+std::string format_fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string format_signed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.*f", digits, v);
+  return buf;
 }
 
 std::string join_list(const std::vector<std::string>& items, size_t max_items) {

@@ -21,6 +21,12 @@ std::string short_commit(const std::string& commit);
 /// A number as `operator<<` prints it (6 significant digits, no trailing zeros).
 std::string format_number(double v);
 
+/// A number with digits decimals ("%.*f"): format_fixed(0.95, 6) is "0.950000".
+std::string format_fixed(double v, int digits);
+
+/// The same with its sign always written ("%+.*f"): "+0.010000", "-0.002000".
+std::string format_signed(double v, int digits);
+
 /// items joined by ", ", at most max_items of them and then ", ..." when there are more.
 std::string join_list(const std::vector<std::string>& items, size_t max_items);
 

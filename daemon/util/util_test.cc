@@ -30,6 +30,13 @@ TEST(Text, ShortCommitAndFormatNumber) {
   EXPECT_EQ(format_number(0.9812345678), "0.981235");
 }
 
+TEST(Text, FormatFixedAndSigned) {
+  EXPECT_EQ(format_fixed(0.95, 6), "0.950000");
+  EXPECT_EQ(format_fixed(87.27, 1), "87.3");
+  EXPECT_EQ(format_signed(0.01, 6), "+0.010000");
+  EXPECT_EQ(format_signed(-0.002, 6), "-0.002000");
+}
+
 TEST(Text, JoinListCutsAfterMaxItems) {
   EXPECT_EQ(join_list({"a", "b", "c"}, 5), "a, b, c");
   EXPECT_EQ(join_list({"a", "b", "c"}, 2), "a, b, ...");

@@ -135,7 +135,10 @@ class Dom(html.parser.HTMLParser):
         super().__init__()
         self.rows, self.canvas, self.imgs, self.title = [], None, 0, ""
         self.regions = []  # the most tried regions' rows: data-region, then its cells
+        self.ladder = []  # the promotion ladder's kept changes: data-change, then its cells
+        self.labels = []  # an experiment page's labels at larger rungs: data-rung, then the text
         self._row, self._cell, self._in_h1, self._region = None, None, False, False
+        self._list = None
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -149,6 +152,11 @@ class Dom(html.parser.HTMLParser):
         if tag == "tr" and "data-region" in a:
             self._row = [a["data-region"]]
             self._region = True
+        if tag == "tr" and "data-change" in a:
+            self._row = [a["data-change"]]
+            self._region = "ladder"
+        if tag == "li" and "data-rung" in a and self._list is None:
+            self._list = [a["data-rung"], ""]
         if tag == "td" and self._row is not None:
             self._cell = ""
         if tag == "h1":
@@ -159,14 +167,19 @@ class Dom(html.parser.HTMLParser):
             self._row.append(self._cell)
             self._cell = None
         if tag == "tr" and self._row is not None:
-            (self.regions if self._region else self.rows).append(self._row)
+            {True: self.regions, "ladder": self.ladder}.get(self._region, self.rows).append(self._row)
             self._row, self._region = None, False
+        if tag == "li" and self._list is not None:
+            self.labels.append(self._list)
+            self._list = None
         if tag == "h1":
             self._in_h1 = False
 
     def handle_data(self, data):
         if self._cell is not None:
             self._cell += data
+        if self._list is not None:
+            self._list[1] += data
         if self._in_h1:
             self.title += data
 
@@ -483,6 +496,48 @@ port = {cls.embedded_port}
                 return
             time.sleep(0.2)
         self.fail(f"timed out waiting for {expression}")
+
+    def test_promotion_ladder_shows_each_kept_changes_label(self):
+        """The default ladder (rung 1 "2x"): labels and runs at the rung written as the engine writes them."""
+        kept = [r for r in self.store_rows() if r[1] == "kept" and r[3] != "baseline"]
+        self.assertGreaterEqual(len(kept), 2)
+        first, second = kept[0], kept[1]
+        evidence = {"best_mean": 0.95, "candidate_mean": 0.93, "best_n": 2, "candidate_n": 2, "sigma": 0.001,
+                    "delta": 0.02, "trials": [901, 902]}
+        with sqlite3.connect(self.db) as c:
+            for value in (0.93, 0.932):
+                c.execute("INSERT INTO trials(experiment_id, tag, gpu, purpose, commit_hash, started_at, ended_at, "
+                          "training_seconds, val_bpb, status, rung) VALUES(?, 'dash', '0', 'promote', ?, 1, 2, 2, ?, "
+                          "'ok', 1)", (first[0], first[4], value))
+            c.execute("INSERT INTO change_labels(experiment_id, rung, label, evidence, decided_at) "
+                      "VALUES(?, 1, 'transfers', ?, ?)", (first[0], json.dumps(evidence), time.time()))
+        try:
+            ladder = json.load(urllib.request.urlopen(self.url + "api/status"))["ladder"]
+            self.assertEqual([r["name"] for r in ladder["rungs"]], ["2x"])
+            self.assertEqual(ladder["rungs"][0]["reference"]["id"], first[0])
+            self.assertEqual(ladder["rungs"][0]["df"], 1)
+            labels = {c["id"]: c["labels"][0]["label"] for c in ladder["changes"]}
+            self.assertEqual(labels[first[0]], "transfers")
+            self.assertEqual(labels[second[0]], "untested")
+
+            dom = Dom(self.dump("/"))
+            # cells: data-change, then #, commit, one badge per rung, description
+            rows = {int(r[0]): r for r in dom.ladder}
+            self.assertEqual(sorted(rows), sorted(c["id"] for c in ladder["changes"]))
+            self.assertEqual(rows[first[0]][1:], [str(first[0]), first[4][:7], "transfers", first[3]])
+            self.assertEqual(rows[second[0]][3], "untested")
+
+            page = Dom(self.dump(f"/experiment/{first[0]}"))
+            self.assertEqual(len(page.labels), 1)
+            rung, text = page.labels[0]
+            self.assertEqual(rung, "1")
+            self.assertIn("transfers at 2x", text)
+            self.assertIn("0.930000 (n 2) against the reference's 0.950000 (n 2)", text)
+            self.assertIn("trials 901, 902", text)
+        finally:
+            with sqlite3.connect(self.db) as c:  # the other tests see the run as it ended
+                c.execute("DELETE FROM change_labels")
+                c.execute("DELETE FROM trials WHERE rung = 1")
 
     def test_non_loopback_bind_without_token_is_refused(self):
         r = sh([DAEMON, "serve", "--bind", "0.0.0.0", "--port", "0"], self.repo, check=False, timeout=20)

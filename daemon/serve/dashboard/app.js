@@ -227,6 +227,30 @@ function renderRegions(s) {
   $('#regions tbody').replaceChildren(...rows);
 }
 
+/// The promotion ladder: each rung above 0 (size, reference, σ there), the GPU
+/// time spent at rungs above 0, and the kept changes with a label badge per rung.
+function renderLadder(s) {
+  const ladder = s.ladder;
+  $('#ladder').hidden = !ladder;
+  if (!ladder) return;
+  const share = el('li', {}, 'GPU time at rungs above 0: ' + fixed(100 * ladder.promotion_share, 1) + '% of ' +
+    fixed(100 * ladder.max_share, 0) + '% allowed; a round every ' + ladder.every + ' kept changes');
+  $('#ladder-rungs').replaceChildren(share, ...ladder.rungs.map((r) => el('li', { 'data-rung': String(r.rung) },
+    r.name + ' (rung ' + r.rung + '): depth_scale ' + r.depth_scale + ', budget ' + r.budget_s + ' s; reference ' +
+    (r.reference ? '#' + r.reference.id + ' ' + r.reference.commit.slice(0, 7) : 'the base') + '; σ ' +
+    (r.sigma === null ? 'not measured yet' : fixed(r.sigma, 6) + ' (df ' + r.df + ')'))));
+  const head = $('#ladder-changes thead tr');
+  head.replaceChildren(el('th', {}, '#'), el('th', {}, 'commit'), ...ladder.rungs.map((r) => el('th', {}, r.name)),
+    el('th', {}, 'description'));
+  const rows = ladder.changes.map((c) => el('tr', { 'data-change': String(c.id) },
+    el('td', { class: 'num' }, el('a', { href: '/experiment/' + c.id }, String(c.id))),
+    el('td', {}, c.commit.slice(0, 7)),
+    ...c.labels.map((l) => el('td', {}, el('span', { class: 'badge label-' + l.label, title: l.words }, l.label.replace('_', '-')))),
+    el('td', {}, c.description)));
+  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: String(3 + ladder.rungs.length) }, 'no kept change yet')));
+  $('#ladder-changes tbody').replaceChildren(...rows);
+}
+
 async function refreshOverview() {
   const s = await getJSON('/api/status');
   // Ask again for everything from the oldest row still in flight, so rows
@@ -241,6 +265,7 @@ async function refreshOverview() {
   renderLanes(s);
   renderIdeas(s);
   renderRegions(s);
+  renderLadder(s);
   renderTable();
   renderChart();
 }
@@ -300,7 +325,17 @@ async function refreshExperiment(id) {
     el('td', {}, t.gpu), el('td', {}, t.purpose), el('td', {}, t.commit.slice(0, 7)), el('td', {}, clock(t.started_at)),
     el('td', { class: 'num' }, t.ended_at ? duration(t.ended_at - t.started_at) : 'running'),
     el('td', { class: 'num' }, fixed(t.training_seconds, 1)), el('td', { class: 'num' }, fixed(t.val_bpb, 6)),
-    el('td', {}, t.status || '-'))));
+    el('td', {}, t.status || '-'), el('td', { class: 'num' }, String(t.rung)))));
+  // Its labels at larger rungs, each with the comparison that decided it.
+  $('#labels-box').hidden = !x.labels.length;
+  $('#labels').replaceChildren(...x.labels.map((l) => {
+    const e = l.evidence;
+    const why = e ? ': a stack holding it ' + fixed(e.candidate_mean, 6) + ' (n ' + e.candidate_n + ') against the reference\'s ' +
+      fixed(e.best_mean, 6) + ' (n ' + e.best_n + '), Δ = ' + (e.delta >= 0 ? '+' : '') + fixed(e.delta, 6) + ', σ ' + fixed(e.sigma, 6) +
+      '; trials ' + e.trials.join(', ') : '';
+    return el('li', { 'data-rung': String(l.rung) }, el('span', { class: 'badge label-' + l.label }, l.label.replace('_', '-')),
+      ' at ' + l.name + ' (' + clock(l.decided_at) + ')' + why);
+  }));
   $('#attempts').replaceChildren(...x.attempts.map((a, i) => el('details', { open: i === x.attempts.length - 1 ? '' : null },
     el('summary', {}, 'attempt ' + (i + 1) + (a.error ? ' (failed: ' + a.error + ')' : '')),
     el('h3', {}, 'prompt'), el('pre', {}, a.prompt), el('h3', {}, 'answer'), el('pre', {}, a.response))));
