@@ -19,7 +19,8 @@
       too), the stage passes --budget {budget} and --depth-scale {depth_scale}
       (the default ladder's rung 1: depth 2, twice the budget); off adds
       [promote] max_share = 0 (no round is ever due), or with
-      --no-round-by-every (a tree that refuses max_share = 0) every = 1000000.
+      --no-round-by-every (a tree that refuses max_share = 0) every = 1000000;
+      --on-fail label|revert (with on) sets promote.on_fail.
   bench_night.py figures RESULTS_DB LABEL
       prints one line: LABEL b=... null_keep_rate=... true_keep_rate=...
       board_bias=... repeat_share=... worse_kept=... and the counts behind them.
@@ -47,6 +48,7 @@ def setup(argv):
     ap.add_argument("--gpus", type=int, choices=[1, 4], default=4)
     ap.add_argument("--promote", choices=["on", "off"])
     ap.add_argument("--no-round-by-every", action="store_true")
+    ap.add_argument("--on-fail", choices=["label", "revert"])
     o = ap.parse_args(argv)
     speeds = SPEEDS if o.gpus == 4 else "1.00"
     gpus = ", ".join(f'"{g}"' for g in range(o.gpus))
@@ -84,6 +86,8 @@ def setup(argv):
         budget_flags = "{budget} --depth-scale {depth_scale}"
     if o.promote == "off":
         decisions += "[promote]\n" + ("every = 1000000\n" if o.no_round_by_every else "max_share = 0\n")
+    elif o.promote == "on" and o.on_fail:
+        decisions += f'[promote]\non_fail = "{o.on_fail}"\n'
     (repo / "autoresearch.toml").write_text(f'''tag = "bench"
 budget_s = 300
 startup_s = 5

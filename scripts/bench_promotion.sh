@@ -11,7 +11,7 @@
 # depth_scale 2, twice rung 0's budget; the stage passes --budget {budget} and
 # --depth-scale {depth_scale}, so a rung-1 run sees each candidate's scaled
 # effect) and the default [promote] (every 5 kept changes, max_share 0.25,
-# on_fail "label"). noise σ = 0.0015. A scripted proposer gives COUNT
+# on_fail "label", or ON_FAIL=revert). noise σ = 0.0015. A scripted proposer gives COUNT
 # candidates a night (scripts/bench_promotion.py candidates, from the night's
 # seed), each an edit of its own line `effect X scaled Y` (X at rung 0, Y at
 # rung 1), so kept effects add up at both rungs:
@@ -37,7 +37,10 @@
 # - stack_gain_ratio: the final stack's true gain at rung 1 (the rung-1 effects
 #   in trainer/train.cu at the tip of autoresearch/bench: every kept change of
 #   the final chain, worse or neutral ones with their own) over the sum of the
-#   rung-1 gains of the kept changes whose truth is transfers.
+#   rung-1 gains of the kept changes whose truth is transfers. Under
+#   on_fail "label" the chain keeps every kept change, labelled or not, so
+#   this figure moves with the keep rule alone; ON_FAIL=revert lets the
+#   labels act on it.
 # Targets: label_accuracy >= 0.90, false_transfer_rate <= 0.05,
 # promotion_share <= 0.25, stack_gain_ratio >= 0.80.
 #
@@ -49,7 +52,7 @@
 #   scripts/bench_promotion.sh [BUILD_DIR]     (default: build)
 #   env: NIGHTS (4), COUNT (100), SEED (1), PROMOTE (1; 0: no promotion),
 #        SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night),
-#        SETTLE_S (60), KEEP_WORK (set: keep the nights' repos and results.db for a look)
+#        ON_FAIL (label: the default; revert), SETTLE_S (60), KEEP_WORK (set: keep the nights' repos and results.db for a look)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -72,7 +75,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$promote" = 0 ]; then mode=(--promote off); figures=(--implicit); label=no_promotion
-else mode=(--promote on); figures=(); label=promotion; fi
+else mode=(--promote on --on-fail "${ON_FAIL:-label}"); figures=(); label=promotion; fi
 b=1.15e-4 a=0.642  # the pinned corpus (data-limited), as bench_decisions' first sign of b
 
 # A tree whose config refuses promote.max_share = 0 gets every = 1000000 instead (no round is due either).
