@@ -14,6 +14,13 @@
       the same order, is the same night each time it runs with its seed.
       --rule old: no noise rounds, no confirmations, no calibration: strictly
       lower than the best decides (the rule before the keep rule).
+      --promote on|off (bench_promotion.sh): CANDIDATES.tsv's second column is
+      each candidate's effect at rung 1 (`effect X scaled Y`, in its description
+      too), the stage passes --budget {budget} and --depth-scale {depth_scale}
+      (the default ladder's rung 1: depth 2, twice the budget); off adds
+      [promote] max_share = 0 (no round is ever due), or with
+      --no-round-by-every (a tree that refuses max_share = 0) every = 1000000;
+      --on-fail label|revert (with on) sets promote.on_fail.
   bench_night.py figures RESULTS_DB LABEL
       prints one line: LABEL b=... null_keep_rate=... true_keep_rate=...
       board_bias=... repeat_share=... worse_kept=... and the counts behind them.
@@ -39,14 +46,18 @@ def setup(argv):
     ap.add_argument("--seconds", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gpus", type=int, choices=[1, 4], default=4)
+    ap.add_argument("--promote", choices=["on", "off"])
+    ap.add_argument("--no-round-by-every", action="store_true")
+    ap.add_argument("--on-fail", choices=["label", "revert"])
     o = ap.parse_args(argv)
     speeds = SPEEDS if o.gpus == 4 else "1.00"
     gpus = ", ".join(f'"{g}"' for g in range(o.gpus))
-    effects = []
+    effects, scaled = [], []
     for line in Path(o.candidates).read_text().splitlines():
         if line.startswith("#") or not line.strip():
             continue
         effects.append(float(line.split("\t")[0]))
+        scaled.append(float(line.split("\t")[1]) if o.promote else None)
     repo = Path(o.repo)
     (repo / "trainer/harness").mkdir(parents=True)
     # The night's n-th run draws its noise from seed and n (sim_trainer's --nonce), not the clock.
@@ -62,13 +73,21 @@ def setup(argv):
     (repo / "program.md").write_text("# program\nLower val_bpb.\n")
     (repo / ".gitignore").write_text("build/\nscript.json\nautoresearch.toml\n")
     script = []
-    for i, e in enumerate(effects, 1):
+    for i, (e, r1) in enumerate(zip(effects, scaled), 1):
         kind = "null" if e == 0 else ("gain" if e > 0 else "worse")
-        script.append({"description": f"{kind} {i}: effect {e:+.6f}",
+        at_rung1 = "" if r1 is None else f" scaled {r1:+.6f}"
+        script.append({"description": f"{kind} {i}: effect {e:+.6f}{at_rung1}",
                        "edits": [{"path": "trainer/train.cu", "find": f"effect 0 slot{i}\n",
-                                  "replace": f"effect {e:.8f} slot{i}\n"}]})
+                                  "replace": f"effect {e:.8f}{at_rung1} slot{i}\n"}]})
     (repo / "script.json").write_text(json.dumps(script))
     decisions = ("[keep]\nconfirmations = 0\n[noise]\nrounds = false\ncalibrate = false\n" if o.rule == "old" else "")
+    budget_flags = "300"
+    if o.promote:  # rung 1 of the default ladder: its budget and depth scale reach the fake trainer
+        budget_flags = "{budget} --depth-scale {depth_scale}"
+    if o.promote == "off":
+        decisions += "[promote]\n" + ("every = 1000000\n" if o.no_round_by_every else "max_share = 0\n")
+    elif o.promote == "on" and o.on_fail:
+        decisions += f'[promote]\non_fail = "{o.on_fail}"\n'
     (repo / "autoresearch.toml").write_text(f'''tag = "bench"
 budget_s = 300
 startup_s = 5
@@ -80,7 +99,7 @@ command = "{o.fake} build trainer/train.cu"
 timeout_s = 60
 [[stage]]
 name = "train"
-command = "FAKE_GPU_SPEEDS={speeds} {o.fake} run trainer/train.cu --budget 300 --budget-scale {{budget_scale}} --nonce {nonce}"
+command = "FAKE_GPU_SPEEDS={speeds} {o.fake} run trainer/train.cu --budget {budget_flags} --budget-scale {{budget_scale}} --nonce {nonce}"
 timeout_s = 120
 [data]
 enabled = false
