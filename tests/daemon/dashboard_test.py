@@ -286,7 +286,7 @@ command = "{FAKE} build trainer/train.cu"
 timeout_s = 10
 [[stage]]
 name = "train"
-command = "{FAKE} run trainer/train.cu"
+command = "{FAKE} run trainer/train.cu --depth-scale {{depth_scale}}"
 timeout_s = 10
 [data]
 enabled = false
