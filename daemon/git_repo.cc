@@ -374,17 +374,16 @@ std::string GitRepo::commit_writes(const std::string& parent_id, const std::vect
   return out;
 }
 
-GitRepo::CherryPick GitRepo::cherry_pick(const std::string& commit, const std::string& onto, const std::string& ref) {
-  Commit pick = lookup_commit(repo_, commit);
-  Commit ours = lookup_commit(repo_, onto);
-  git_merge_options mo = GIT_MERGE_OPTIONS_INIT;
-  git_index* idx_raw = nullptr;
-  check(git_cherrypick_commit(&idx_raw, repo_, pick.get(), ours.get(), 0, &mo), "re-apply " + commit + " onto " + onto);
-  Index index(idx_raw);
-  CherryPick out;
-  if (git_index_has_conflicts(index.get())) {
+namespace {
+
+/// A merged index (a cherry-pick's or a revert's) committed onto ours, or the
+/// paths that conflict in it.
+GitRepo::CherryPick commit_merged(git_repository* repo, git_index* index, const git_commit* ours,
+                                  const git_signature* author, const char* message) {
+  GitRepo::CherryPick out;
+  if (git_index_has_conflicts(index)) {
     git_index_conflict_iterator* it_raw = nullptr;
-    check(git_index_conflict_iterator_new(&it_raw, index.get()), "conflicts");
+    check(git_index_conflict_iterator_new(&it_raw, index), "conflicts");
     const git_index_entry *ancestor, *our, *their;
     while (git_index_conflict_next(&ancestor, &our, &their, it_raw) == 0) {
       const git_index_entry* any = our ? our : their ? their : ancestor;
@@ -394,19 +393,42 @@ GitRepo::CherryPick GitRepo::cherry_pick(const std::string& commit, const std::s
     return out;
   }
   git_oid tree_id;
-  check(git_index_write_tree_to(&tree_id, index.get(), repo_), "write tree");
+  check(git_index_write_tree_to(&tree_id, index, repo), "write tree");
   git_tree* tree_raw = nullptr;
-  check(git_tree_lookup(&tree_raw, repo_, &tree_id), "tree");
+  check(git_tree_lookup(&tree_raw, repo, &tree_id), "tree");
   Tree tree(tree_raw);
-  Signature committer = default_signature(repo_);
-  const git_commit* parents[] = {ours.get()};
+  Signature committer = default_signature(repo);
+  const git_commit* parents[] = {ours};
   git_oid id;
-  check(git_commit_create(&id, repo_, nullptr, git_commit_author(pick.get()), committer.get(), nullptr,
-                          git_commit_message(pick.get()), tree.get(), 1, parents),
+  check(git_commit_create(&id, repo, nullptr, author ? author : committer.get(), committer.get(), nullptr, message,
+                          tree.get(), 1, parents),
         "commit");
   out.commit = oid_str(&id);
-  if (!ref.empty()) set_ref(ref, out.commit, "autoresearchd: re-applied");
   return out;
+}
+
+}  // namespace
+
+GitRepo::CherryPick GitRepo::cherry_pick(const std::string& commit, const std::string& onto, const std::string& ref) {
+  Commit pick = lookup_commit(repo_, commit);
+  Commit ours = lookup_commit(repo_, onto);
+  git_merge_options mo = GIT_MERGE_OPTIONS_INIT;
+  git_index* idx_raw = nullptr;
+  check(git_cherrypick_commit(&idx_raw, repo_, pick.get(), ours.get(), 0, &mo), "re-apply " + commit + " onto " + onto);
+  Index index(idx_raw);
+  CherryPick out = commit_merged(repo_, index.get(), ours.get(), git_commit_author(pick.get()), git_commit_message(pick.get()));
+  if (!out.commit.empty() && !ref.empty()) set_ref(ref, out.commit, "autoresearchd: re-applied");
+  return out;
+}
+
+GitRepo::CherryPick GitRepo::revert(const std::string& commit, const std::string& onto, const std::string& message) {
+  Commit undo = lookup_commit(repo_, commit);
+  Commit ours = lookup_commit(repo_, onto);
+  git_merge_options mo = GIT_MERGE_OPTIONS_INIT;
+  git_index* idx_raw = nullptr;
+  check(git_revert_commit(&idx_raw, repo_, undo.get(), ours.get(), 0, &mo), "revert " + commit + " onto " + onto);
+  Index index(idx_raw);
+  return commit_merged(repo_, index.get(), ours.get(), nullptr, message.c_str());
 }
 
 void GitRepo::set_ref(const std::string& name, const std::string& commit, const std::string& log_message) {

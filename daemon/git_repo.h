@@ -115,6 +115,9 @@ class GitRepo {
     std::vector<std::string> conflicts;  ///< paths that conflict
   };
   CherryPick cherry_pick(const std::string& commit, const std::string& onto, const std::string& ref);
+  /// A commit onto `onto` that undoes commit's change (against its first
+  /// parent), with message; "" and the conflicting paths when it does not apply.
+  CherryPick revert(const std::string& commit, const std::string& onto, const std::string& message);
 
   /// Points the reference name (e.g. refs/heads/autoresearch/x) at commit.
   void set_ref(const std::string& name, const std::string& commit, const std::string& log_message);

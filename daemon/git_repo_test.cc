@@ -203,6 +203,23 @@ TEST_F(GitRepoTest, CherryPicksOntoANewerCommitOrReportsTheConflict) {
   EXPECT_EQ(conflict.conflicts, std::vector<std::string>{"trainer/train.cu"});
 }
 
+TEST_F(GitRepoTest, RevertsAChangeOntoANewerCommitOrReportsTheConflict) {
+  write_file(root / "trainer/train.cu", "lr 1\n#\n#\n#\nwd 1\n");
+  ASSERT_EQ(git("commit -qam two").code, 0);
+  GitRepo repo(root);
+  std::string base = repo.head();
+  std::string a = repo.commit_writes(base, {{"trainer/train.cu", "lr 2\n#\n#\n#\nwd 1\n"}}, "lr", "");
+  std::string b = repo.commit_writes(a, {{"trainer/train.cu", "lr 2\n#\n#\n#\nwd 2\n"}}, "wd", "");
+  auto undo = repo.revert(a, b, "Revert lr\n");
+  ASSERT_FALSE(undo.commit.empty());
+  EXPECT_EQ(git("show " + undo.commit + ":trainer/train.cu").out, "lr 1\n#\n#\n#\nwd 2\n");
+  EXPECT_EQ(git("log -1 --format=%s%n%P " + undo.commit).out, "Revert lr\n" + b + "\n");
+  std::string c = repo.commit_writes(b, {{"trainer/train.cu", "lr 3\n#\n#\n#\nwd 2\n"}}, "lr 3", "");
+  auto conflict = repo.revert(a, c, "Revert lr\n");  // lr changed again since
+  EXPECT_TRUE(conflict.commit.empty());
+  EXPECT_EQ(conflict.conflicts, std::vector<std::string>{"trainer/train.cu"});
+}
+
 TEST_F(GitRepoTest, RefsAreSetReadAndListed) {
   GitRepo repo(root);
   std::string base = repo.head();

@@ -803,8 +803,11 @@ void Engine::advance_promotion() {
   if (!promotion_->done()) return schedule_pump();
   // The labels first, then the round's end: a round killed between the two is replayed at the next start.
   if (promotion_->aborted().empty())
-    for (const auto& [experiment, label] : promotion_->labels())
+    for (const auto& [experiment, label] : promotion_->labels()) {
       store_.add_change_label({0, experiment, rung, to_string(label.kind), evidence_json(label.evidence), 0});
+      if (label.kind == LabelKind::kScaleBound && config_.promote.on_fail == PromoteOnFail::kRevert)
+        propose_revert(experiment, rung);
+    }
   if (!promotion_->aborted().empty()) promotion_failed_at_ = best_.commit;
   // Its runs not started yet are not needed; those training end as they will (their trials count in a later round).
   for (int64_t key : keys_of(candidates_))
@@ -818,6 +821,22 @@ void Engine::advance_promotion() {
   promotion_.reset();
   promotion_check_ = true;  // the next rung's round may be due now
   schedule_pump();
+}
+
+void Engine::propose_revert(int64_t experiment, int rung) {
+  const auto row = store_.experiment(experiment);
+  if (!row || row->commit.empty()) return;
+  const std::string what = "#" + std::to_string(experiment) + " is scale-bound at " + config_.rungs[static_cast<size_t>(rung)].name;
+  GitRepo::CherryPick undo = workspace_.repo().revert(
+      row->commit, best_.commit, "Revert #" + std::to_string(experiment) + ": " + row->description + "\n\n" + what + "\n");
+  if (undo.commit.empty())
+    return log_(what + "; its revert does not apply onto the best " + short_commit(best_.commit) + ": conflicts in " +
+                join_list(undo.conflicts, 5));
+  // A try (`autoresearchd try`): the next experiment takes it, and the judge decides it like any other.
+  const int64_t id = store_.add_try(config_.tag, undo.commit, best_.commit,
+                                    "revert #" + std::to_string(experiment) + " (scale-bound at " +
+                                        config_.rungs[static_cast<size_t>(rung)].name + ")");
+  log_(what + "; its revert " + short_commit(undo.commit) + " is try " + std::to_string(id) + " (promote.on_fail = revert)");
 }
 
 void Engine::end_rung_run(Candidate& c, const std::string& final_status) {

@@ -173,6 +173,8 @@ class Engine {
   void maybe_start_promotion();
   /// The round over the trials: its comparisons decided, the runs it wants added, its labels stored once done.
   void advance_promotion();
+  /// promote.on_fail = "revert": the revert of experiment's change onto the best, queued as a try.
+  void propose_revert(int64_t experiment, int rung);
   /// A promotion run's end (final_status "ok": measured, its trial ended already).
   void end_rung_run(Candidate& c, const std::string& final_status);
 

@@ -815,6 +815,27 @@ TEST_F(EnginePromotion, AStackThatDoesNotImproveIsBisectedToTheScaleBoundChange)
   EXPECT_LT(evidence->delta, 0);
 }
 
+// promote.on_fail = "revert": the scale-bound change's revert is queued as a
+// try, which the next experiment takes and the judge decides like any other.
+TEST_F(EnginePromotion, OnFailRevertProposesTheRevertOfTheScaleBoundChange) {
+  setup(kTwoSlots, kPromoteEvery2 + "on_fail = \"revert\"\n");
+  until_store = [](Store& store) {
+    for (const auto& e : store.experiments("unit"))
+      if (e.description.rfind("revert #3", 0) == 0 && is_final_state(e.state)) return true;
+    return false;
+  };
+  run_engine(script([](int64_t e) { return e == 1 ? 0.90 : e == 2 ? 0.85 : 0.95; }));
+  ASSERT_EQ(label_of(labels, 3), "scale_bound") << daemon_log;
+  const ExperimentRow* revert = nullptr;
+  for (const auto& e : experiments)
+    if (e.description.rfind("revert #3", 0) == 0) revert = &e;
+  ASSERT_TRUE(revert) << daemon_log;
+  EXPECT_EQ(revert->description, "revert #3 (scale-bound at 2x)");
+  EXPECT_EQ(revert->proposer, "user");
+  EXPECT_NE(revert->diff.find("-# b-slot changed"), std::string::npos) << revert->diff;
+  EXPECT_NE(daemon_log.find("#3 is scale-bound at 2x; its revert"), std::string::npos) << daemon_log;
+}
+
 // A run at the rung that reports the rung-0 model's depth did not run the
 // larger model: tampered, never a result, so the prefix it measured did not improve.
 TEST_F(EnginePromotion, ARunAtTheRungOfTheWrongSizeIsTampered) {
