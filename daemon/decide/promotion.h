@@ -2,35 +2,14 @@
 // experiment as configured) still helps at a larger rung (config.h,
 // RungConfig), as values the engine applies. No I/O.
 //
-// A promotion round runs the current best against the rung's best (the last
-// best promoted to that rung; at first the original base), both repeated as
-// the keep rule needs, with σ measured at that rung, and decided by the keep
-// rule (keep_rule.h): kept means the stack improved at the rung. The stack is
-// the ordered list of kept changes c1..cm from the rung's best (exclusive) to
-// the current best (inclusive); prefix k is the kept commit of ck, so every
-// comparison runs a commit the chain already has (no new build of a change).
-//
-// The Bisection (below) plans the round's comparisons, each "prefix k
-// against the rung's best", and labels every change of the stack:
-//
-//   state       comparison asked     result         next
-//   whole       prefix m             improved       done: c1..cm transfers
-//                                    not, m = 1     done: c1 scale_bound
-//                                    not, m > 1     search(lo 0, hi m)
-//   search      prefix (lo+hi)/2     improved       lo = mid
-//               (while hi > lo + 1)  not            hi = mid
-//   search      none (hi = lo + 1)   -              done: c1..c_lo transfers,
-//                                                   c_hi scale_bound,
-//                                                   c_hi+1..cm untested
-//
-// The search holds "prefix lo improved (lo = 0: the rung's best itself) and
-// prefix hi did not", so c_hi is a change whose addition ended the
-// improvement: the first change of the stack that does not transfer. The
-// changes after it were only measured in stacks that hold it, so nothing is
-// known of them (untested); a later round, after the revert of c_hi
-// (promote.on_fail = "revert") or from prefix lo as the rung's new best,
-// tests them. Cost: 1 comparison when the stack improves, else at most
-// 1 + ⌈log2 m⌉ (m = 8: 4; m = 5, the default promote.every: 4).
+// A promotion round (engine/promotion_round.h) runs the kept changes c1..cm
+// between the rung's reference c0 (the last change promoted to that rung; at
+// first the original base) and the best cm at the rung, each repeated as the
+// keep rule needs, with σ measured at that rung, and decides each change
+// against the commit before it by the keep rule (keep_rule.h): kept means the
+// change transfers, discarded that it is scale-bound. Every commit it runs is
+// one the chain already has (no new build of a change). A change never
+// compared at a rung is untested there.
 //
 // Every label carries its evidence (Label): the means, the runs' counts, σ,
 // Δ and the trials of the comparison that decided it.
@@ -123,44 +102,5 @@ std::string evidence_json(const std::optional<RungEvidence>& evidence);
 /// evidence_json read back: nullopt for "{}" or "". Throws std::invalid_argument
 /// naming the field when the text is not such an object.
 std::optional<RungEvidence> parse_evidence_json(const std::string& json);
-
-/// The plan of one promotion round at one rung over a stack of m >= 1 kept
-/// changes (the table at the top of this file).
-class Bisection {
- public:
-  /// stack: the changes (experiment ids) from the rung's best, exclusive, to
-  /// the current best, inclusive, oldest first. Throws std::invalid_argument
-  /// when it is empty.
-  Bisection(std::vector<int64_t> stack, int rung);
-
-  /// The prefix length to compare against the rung's best next (1..m), or
-  /// nullopt once the labels are final.
-  std::optional<size_t> next() const;
-
-  /// The result of comparing prefix next() against the rung's best.
-  /// Throws std::logic_error when done() or when prefix is not next().
-  void record(size_t prefix, bool improved, const RungEvidence& evidence);
-
-  bool done() const { return !next(); }
-  int comparisons() const { return comparisons_; }
-
-  /// Once done: each change of the stack with its label, in the stack's
-  /// order. Throws std::logic_error before.
-  std::vector<std::pair<int64_t, Label>> labels() const;
-
-  /// Once done: the longest prefix that improved (0: none), the rung's next best.
-  size_t improved_prefix() const { return lo_; }
-
-  /// The most comparisons a round over m changes costs: 1 + ⌈log2 m⌉ (1 for m = 1).
-  static int max_comparisons(size_t m);
-
- private:
-  std::vector<int64_t> stack_;
-  int rung_;
-  bool whole_done_ = false;
-  size_t lo_ = 0, hi_ = 0;  ///< prefix lo improved (0: the best itself), prefix hi did not
-  std::optional<RungEvidence> lo_evidence_, hi_evidence_;
-  int comparisons_ = 0;
-};
 
 }  // namespace ard

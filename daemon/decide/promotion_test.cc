@@ -1,6 +1,5 @@
 // Tests of promotion's pure core: when a round is due, the size check of a run
-// at a rung, labels and their evidence as text, and the bisection's plan
-// against every position of a change that does not transfer.
+// at a rung, labels and their evidence as text, a commit's runs and σ at a rung.
 #include "daemon/decide/promotion.h"
 
 #include <cmath>
@@ -89,103 +88,6 @@ TEST(Promotion, TheSchemaAllowsExactlyTheLabelWords) {
   for (std::sregex_iterator it(list.begin(), list.end(), word), end; it != end; ++it) listed.push_back((*it)[1]);
   EXPECT_EQ(listed, (std::vector<std::string>{to_string(LabelKind::kTransfers), to_string(LabelKind::kScaleBound),
                                               to_string(LabelKind::kUntested)}));
-}
-
-RungEvidence evidence_of(size_t prefix) { return RungEvidence{1, 1, 3, 3, 0.01, 0, {static_cast<int64_t>(prefix)}}; }
-
-/// Runs a round over changes 101..100+m whose prefix k improves iff improves(k).
-Bisection run_round(size_t m, const std::function<bool(size_t)>& improves, std::vector<size_t>* asked = nullptr) {
-  std::vector<int64_t> stack;
-  for (size_t i = 1; i <= m; ++i) stack.push_back(100 + static_cast<int64_t>(i));
-  Bisection round(stack, 1);
-  while (auto prefix = round.next()) {
-    if (asked) asked->push_back(*prefix);
-    round.record(*prefix, improves(*prefix), evidence_of(*prefix));
-  }
-  return round;
-}
-
-TEST(Promotion, AStackThatImprovesAtTheRungTransfersWholeInOneComparison) {
-  std::vector<size_t> asked;
-  Bisection round = run_round(5, [](size_t) { return true; }, &asked);
-  EXPECT_EQ(asked, std::vector<size_t>{5});
-  EXPECT_EQ(round.comparisons(), 1);
-  EXPECT_EQ(round.improved_prefix(), 5u);
-  for (const auto& [change, label] : round.labels()) {
-    EXPECT_EQ(label.kind, LabelKind::kTransfers) << change;
-    EXPECT_EQ(label.rung, 1);
-    EXPECT_EQ(label.evidence, evidence_of(5));
-  }
-}
-
-TEST(Promotion, BisectionFindsTheFirstChangeThatDoesNotTransferAtEveryPosition) {
-  for (size_t m = 1; m <= 17; ++m) {
-    for (size_t bad = 1; bad <= m; ++bad) {
-      std::vector<size_t> asked;
-      Bisection round = run_round(m, [&](size_t prefix) { return prefix < bad; }, &asked);
-      SCOPED_TRACE("m " + std::to_string(m) + ", first bad " + std::to_string(bad));
-      EXPECT_EQ(asked.front(), m);  // the whole stack first
-      EXPECT_LE(round.comparisons(), Bisection::max_comparisons(m));
-      EXPECT_EQ(round.improved_prefix(), bad - 1);
-      const auto labels = round.labels();
-      ASSERT_EQ(labels.size(), m);
-      for (size_t i = 1; i <= m; ++i) {
-        const auto& [change, label] = labels[i - 1];
-        EXPECT_EQ(change, 100 + static_cast<int64_t>(i));
-        if (i < bad) {
-          EXPECT_EQ(label.kind, LabelKind::kTransfers);
-          EXPECT_EQ(label.evidence, evidence_of(bad - 1));  // the longest prefix that improved
-        } else if (i == bad) {
-          EXPECT_EQ(label.kind, LabelKind::kScaleBound);
-          EXPECT_EQ(label.evidence, evidence_of(bad));  // the shortest prefix that did not
-        } else {
-          EXPECT_EQ(label.kind, LabelKind::kUntested);
-          EXPECT_EQ(label.evidence, std::nullopt);
-        }
-      }
-    }
-  }
-}
-
-TEST(Promotion, TheCostIsOnePlusTheCeilingOfLog2) {
-  EXPECT_EQ(Bisection::max_comparisons(1), 1);
-  EXPECT_EQ(Bisection::max_comparisons(2), 2);
-  EXPECT_EQ(Bisection::max_comparisons(5), 4);
-  EXPECT_EQ(Bisection::max_comparisons(8), 4);
-  EXPECT_EQ(Bisection::max_comparisons(9), 5);
-  // The bound is reached: 8 changes, the last one scale-bound.
-  EXPECT_EQ(run_round(8, [](size_t prefix) { return prefix < 8; }).comparisons(), 4);
-}
-
-TEST(Promotion, WithoutMonotonePrefixesTheScaleBoundChangeStillEndsAnImprovement) {
-  // Prefix 2 does not improve but 3 does again: whichever change is found, the
-  // prefix before it improved (or is the rung's best) and its own did not.
-  const std::vector<bool> improves = {false, true, false, true, true, false, false};  // prefixes 1..7
-  std::vector<size_t> asked;
-  Bisection round = run_round(7, [&](size_t prefix) { return improves[prefix - 1]; }, &asked);
-  const size_t lo = round.improved_prefix();
-  EXPECT_TRUE(lo == 0 || improves[lo - 1]);
-  EXPECT_FALSE(improves[lo]);
-  EXPECT_EQ(round.labels()[lo].second.kind, LabelKind::kScaleBound);
-}
-
-TEST(Promotion, TheRoundRefusesWhatItDidNotAsk) {
-  EXPECT_THROW(Bisection({}, 1), std::invalid_argument);
-  Bisection round({7, 8, 9, 10}, 2);
-  EXPECT_EQ(round.next(), 4u);
-  EXPECT_THROW(round.labels(), std::logic_error);
-  EXPECT_THROW(round.record(2, true, {}), std::logic_error);
-  round.record(4, false, {});
-  EXPECT_EQ(round.next(), 2u);
-  round.record(2, true, {});
-  EXPECT_EQ(round.next(), 3u);
-  round.record(3, true, {});
-  EXPECT_TRUE(round.done());
-  EXPECT_THROW(round.record(3, true, {}), std::logic_error);
-  const auto labels = round.labels();
-  EXPECT_EQ(labels[3].first, 10);
-  EXPECT_EQ(labels[3].second.kind, LabelKind::kScaleBound);
-  EXPECT_EQ(labels[3].second.rung, 2);
 }
 
 }  // namespace

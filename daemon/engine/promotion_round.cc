@@ -2,6 +2,7 @@
 #include "daemon/engine/promotion_round.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -40,12 +41,6 @@ std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std
 
 namespace {
 
-std::vector<int64_t> ids_of(const std::vector<ChainLink>& stack) {
-  std::vector<int64_t> ids;
-  for (const ChainLink& l : stack) ids.push_back(l.experiment);
-  return ids;
-}
-
 double mean_of(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
@@ -54,86 +49,107 @@ double mean_of(const std::vector<double>& v) {
 
 std::string exp_name(int64_t id) { return "#" + std::to_string(id); }
 
+/// The evidence of runs of candidate against runs of reference (σ and Δ set by the caller).
+RungEvidence evidence_of(const RungRuns& reference, const RungRuns& candidate) {
+  RungEvidence e;
+  e.best_mean = mean_of(reference.values);
+  e.candidate_mean = mean_of(candidate.values);
+  e.best_n = static_cast<int>(reference.values.size());
+  e.candidate_n = static_cast<int>(candidate.values.size());
+  e.trials = reference.trials;
+  e.trials.insert(e.trials.end(), candidate.trials.begin(), candidate.trials.end());
+  return e;
+}
+
 }  // namespace
 
 PromotionRound::PromotionRound(int64_t id, int rung, ChainLink reference, std::vector<ChainLink> stack)
-    : id_(id), rung_(rung), reference_(std::move(reference)), stack_(std::move(stack)), bisection_(ids_of(stack_), rung) {
+    : id_(id), rung_(rung), reference_(std::move(reference)), stack_(std::move(stack)), extra_(stack_.size(), 0) {
+  if (stack_.empty()) throw std::invalid_argument("a promotion round needs at least one kept change");
   if (rung < 1) throw std::invalid_argument("a promotion round runs at a rung above 0");
 }
 
 std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& trials, int64_t calibration,
                                                    const KeepSettings& keep, const std::map<std::string, int>& in_flight) {
-  const auto flying = [&](const std::string& commit) {
-    auto it = in_flight.find(commit);
-    return it == in_flight.end() ? 0 : it->second;
-  };
-  const auto want = [&](const ChainLink& link, int have, int need) {
-    const int more = need - have - flying(link.commit);
-    return more > 0 ? std::vector<RungRunWanted>{{link.experiment, link.commit, more}} : std::vector<RungRunWanted>{};
-  };
-  while (!done()) {
-    const size_t k = *bisection_.next();
-    const ChainLink& prefix = stack_[k - 1];
-    const std::string what = "rung " + std::to_string(rung_) + ": " +
-                             (k == 1 ? exp_name(stack_[0].experiment)
-                                     : exp_name(stack_[0].experiment) + ".." + exp_name(prefix.experiment)) +
-                             " (" + std::to_string(k) + " of " + std::to_string(stack_.size()) + " change(s)) against " +
-                             exp_name(reference_.experiment);
-    const RungRuns ref = rung_runs(trials, reference_.commit, rung_, calibration);
-    const RungRuns cand = rung_runs(trials, prefix.commit, rung_, calibration);
-    if (ref.failed > 0) {
-      aborted_ = "the reference " + exp_name(reference_.experiment) + " failed at rung " + std::to_string(rung_) +
-                 "; no change is labelled";
-      lines_.push_back("promotion " + what + ": " + aborted_);
-      return {};
+  if (done()) return {};
+  // c0 (the reference), c1..cm (the stack): their runs at the rung, and the runs each needs now.
+  std::vector<const ChainLink*> chain{&reference_};
+  for (const ChainLink& l : stack_) chain.push_back(&l);
+  std::vector<RungRuns> runs;
+  for (const ChainLink* l : chain) runs.push_back(rung_runs(trials, l->commit, rung_, calibration));
+  const auto needed = [&](size_t i) { return kFirstRuns + (i > 0 ? extra_[i - 1] : reference_extra_); };
+  const auto wanted = [&]() {
+    std::vector<RungRunWanted> out;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      auto fly = in_flight.find(chain[i]->commit);
+      const int more = needed(i) - static_cast<int>(runs[i].values.size()) - runs[i].failed -
+                       (fly == in_flight.end() ? 0 : fly->second);
+      if (more > 0 && !(i > 0 && runs[i].failed > 0)) out.push_back({chain[i]->experiment, chain[i]->commit, more});
     }
-    RungEvidence e;
-    e.best_mean = mean_of(ref.values);
-    e.candidate_mean = mean_of(cand.values);
-    e.best_n = static_cast<int>(ref.values.size());
-    e.candidate_n = static_cast<int>(cand.values.size());
-    e.trials = ref.trials;
-    e.trials.insert(e.trials.end(), cand.trials.begin(), cand.trials.end());
-    if (cand.failed > 0) {
-      bisection_.record(k, false, e);
-      lines_.push_back("promotion " + what + ": did not improve (a run failed at the rung)");
+    return out;
+  };
+  if (runs[0].failed > 0) {
+    aborted_ = "the reference " + exp_name(reference_.experiment) + " failed at rung " + std::to_string(rung_) +
+               "; no change is labelled";
+    lines_.push_back("promotion at rung " + std::to_string(rung_) + ": " + aborted_);
+    return {};
+  }
+  KeepSettings rule = keep;
+  rule.equal_but_simpler = false;  // a change's size at rung 0 says nothing of its effect at the rung
+  while (labels_.size() < stack_.size()) {
+    const size_t k = labels_.size() + 1;  // comparing ck with c(k-1)
+    const std::string what = "promotion at rung " + std::to_string(rung_) + ": " + exp_name(chain[k]->experiment) +
+                             " against " + exp_name(chain[k - 1]->experiment);
+    RungEvidence e = evidence_of(runs[k - 1], runs[k]);
+    if (runs[k].failed > 0) {
+      labels_.emplace_back(chain[k]->experiment, Label{LabelKind::kScaleBound, rung_, e});
+      lines_.push_back(what + ": scale-bound (a run failed at the rung)");
       continue;
     }
-    std::vector<RungRunWanted> runs = want(reference_, e.best_n, kReferenceRuns);
-    for (RungRunWanted& w : want(prefix, e.candidate_n, kFirstRuns)) runs.push_back(w);
-    if (e.best_n < kReferenceRuns || e.candidate_n < kFirstRuns) return runs;
+    if (runs[k - 1].failed > 0) {  // nothing to compare with: ck was only measured on top of a change that fails
+      labels_.emplace_back(chain[k]->experiment, Label{LabelKind::kUntested, rung_, std::nullopt});
+      lines_.push_back(what + ": untested (the change before it failed at the rung)");
+      continue;
+    }
+    if (e.best_n < needed(k - 1) || e.candidate_n < needed(k)) return wanted();
     const std::optional<NoiseEstimate> noise = noise_for_decisions(rung_noise(trials, rung_, calibration), 0);
-    if (!noise) return want(reference_, e.best_n, e.best_n + 1);  // σ at the rung on too few df yet
-    KeepSettings rule = keep;
-    rule.equal_but_simpler = false;  // a stack is not simpler than its reference
+    if (!noise) {  // σ at the rung on too few df yet: one more run of the reference
+      ++reference_extra_;
+      return wanted();
+    }
     const KeepDecision d = decide_keep(
-        {.incumbent = ref.values, .candidate = cand.values, .noise = noise, .confirmations_done = e.candidate_n - kFirstRuns},
+        {.incumbent = runs[k - 1].values, .candidate = runs[k].values, .noise = noise,
+         .confirmations_done = e.candidate_n - kFirstRuns},
         rule);
-    if (d.verdict == Verdict::confirm) return want(prefix, e.candidate_n, e.candidate_n + 1);
+    if (d.verdict == Verdict::confirm) {
+      extra_[k - 1] = e.candidate_n - kFirstRuns + 1;
+      return wanted();
+    }
     e.sigma = noise->sigma;
     e.delta = improvement(keep.goal, e.best_mean, e.candidate_mean);
-    const bool improved = d.verdict == Verdict::keep;
-    bisection_.record(k, improved, e);
-    lines_.push_back("promotion " + what + ": " + (improved ? "improved" : "did not improve") + " (" + d.reason + ")");
+    const bool transfers = d.verdict == Verdict::keep;
+    labels_.emplace_back(chain[k]->experiment, Label{transfers ? LabelKind::kTransfers : LabelKind::kScaleBound, rung_, e});
+    lines_.push_back(what + ": " + (transfers ? "transfers" : "scale-bound") + " (" + d.reason + ")");
   }
+  RungEvidence whole = evidence_of(runs.front(), runs.back());
+  whole.delta = improvement(keep.goal, whole.best_mean, whole.candidate_mean);
+  headline_ = whole;
   return {};
 }
 
 std::string PromotionRound::outcome() const {
   if (!aborted_.empty()) return aborted_;
-  if (!bisection_.done()) return "";
-  const std::string at = " at rung " + std::to_string(rung_);
-  if (bisection_.improved_prefix() == stack_.size())
-    return "the stack of " + std::to_string(stack_.size()) + " change(s) improved" + at + ": each transfers";
+  if (!done() || !headline_) return "";
   std::vector<std::string> transfers, bound, untested;
-  for (const auto& [id, label] : labels()) {
-    if (label.kind == LabelKind::kTransfers) transfers.push_back(exp_name(id));
-    else if (label.kind == LabelKind::kScaleBound) bound.push_back(exp_name(id));
-    else untested.push_back(exp_name(id));
-  }
-  std::string line = join_list(bound, 5) + " is scale-bound" + at;
+  for (const auto& [id, label] : labels_)
+    (label.kind == LabelKind::kTransfers ? transfers : label.kind == LabelKind::kScaleBound ? bound : untested)
+        .push_back(exp_name(id));
+  std::string line = "the stack of " + std::to_string(stack_.size()) + " change(s) " +
+                     (headline_->delta > 0 ? "gained " : "lost ") + format_number(std::abs(headline_->delta)) +
+                     " at rung " + std::to_string(rung_);
   if (!transfers.empty()) line += "; " + join_list(transfers, 10) + " transfer(s)";
-  if (!untested.empty()) line += "; " + join_list(untested, 10) + " untested there (measured only on top of it)";
+  if (!bound.empty()) line += "; " + join_list(bound, 10) + " scale-bound";
+  if (!untested.empty()) line += "; " + join_list(untested, 10) + " untested (on top of a change that fails there)";
   return line;
 }
 

@@ -1,25 +1,33 @@
 // One promotion round at one rung, as a value the engine drives
 // (decide/promotion.h says what a round is). The round is a function of the
-// trials: each comparison of the bisection, "prefix k of the stack against
-// the rung's reference", asks for runs at the rung until the keep rule
-// (keep_rule.h) rules on them with σ measured at that rung, then the next
-// comparison follows. Nothing else is held, so a round cut short by a stop or
-// a SIGKILL resumes at the next start by replaying its finished runs from the
-// store: a comparison whose runs are there decides at once.
+// trials, so a round cut short by a stop or a SIGKILL resumes at the next
+// start by replaying its finished runs from the store: a comparison whose runs
+// are there decides at once.
+//
+// The round runs every commit of the chain from the rung's reference c0 to
+// the best cm at the rung, kFirstRuns times each (all at once: several GPUs
+// take them side by side), and compares each change with the commit before
+// it, in order: "ck against c(k-1)" by the keep rule (keep_rule.h) with σ
+// measured at that rung, as ck was judged at rung 0 against the best of its
+// moment. Kept: ck transfers; discarded: ck is scale-bound. A comparison the
+// keep rule cannot decide yet runs ck again (a confirmation). The round's
+// headline is cm against c0: how much the whole stack gained at the rung.
+//
+// Why each change against its predecessor and not the stack as a whole: a
+// stack that improves says nothing of each change in it. With a scale-bound
+// change among four that transfer, the stack still improves by three
+// changes' worth, and every change in it would be labelled transfers
+// (scripts/bench_promotion.sh: 89 % of the scale-bound changes were, before).
 //
 // The ladder's state lives in the labels (change_labels): a rung's reference
-// is the last change of the chain labelled at that rung (transfers, or
-// scale_bound: the chain keeps a scale-bound change with promote.on_fail =
-// "label", so later changes are measured on top of it), else the base. The
+// is the last change of the chain labelled at that rung (transfers or
+// scale_bound: with promote.on_fail = "label" the chain keeps a scale-bound
+// change, so later changes are measured on top of it), else the base. The
 // stack of a round at rung 1 is every kept change after rung 1's reference;
 // at rung r > 1 the changes after rung r's reference up to rung r-1's.
 //
-// Runs a comparison wants, in order: the reference kReferenceRuns times and
-// the prefix kFirstRuns times, then one more of the reference until σ at the
-// rung rests on kMinNoiseDf degrees of freedom (noise.h), then what the keep
-// rule asks (a confirmation: one more run of the prefix). A prefix with a run
-// that failed at the rung (crash, timeout, tampered) did not improve; a
-// reference that fails there ends the round without labels.
+// A change with a run that failed at the rung (crash, timeout, tampered) is
+// scale-bound; a reference that fails there ends the round without labels.
 #pragma once
 
 #include <cstdint>
@@ -70,28 +78,27 @@ struct RungRunWanted {
 
 class PromotionRound {
  public:
-  inline static constexpr int kReferenceRuns = 3;
-  inline static constexpr int kFirstRuns = 2;
+  inline static constexpr int kFirstRuns = 2;  ///< runs of each commit at the rung before its comparison
 
   /// Throws std::invalid_argument when stack is empty or rung < 1.
   PromotionRound(int64_t id, int rung, ChainLink reference, std::vector<ChainLink> stack);
 
   /// The round over the tag's trials: every comparison whose runs are there
-  /// is decided (its line added to lines()), until one needs runs (returned,
-  /// less those in flight: runs at the rung started and not ended, by
-  /// commit) or the labels are final (done()). calibration: the boards' (runs
-  /// under it count).
+  /// is decided in order (its line added to take_lines()), until one needs
+  /// runs or the labels are final (done()). Returns the runs wanted now, less
+  /// those in flight (runs at the rung started and not ended, by commit).
+  /// calibration: the boards' (runs under it count).
   std::vector<RungRunWanted> advance(const std::vector<TrialRow>& trials, int64_t calibration,
                                      const KeepSettings& keep, const std::map<std::string, int>& in_flight);
 
-  bool done() const { return !aborted_.empty() || bisection_.done(); }
+  bool done() const { return !aborted_.empty() || labels_.size() == stack_.size(); }
   /// Why the round ended without labels ("" while it has not).
   const std::string& aborted() const { return aborted_; }
-  /// Once done and not aborted: each change of the stack with its label.
-  std::vector<std::pair<int64_t, Label>> labels() const { return bisection_.labels(); }
+  /// The changes labelled so far, in the stack's order (all of them once done and not aborted).
+  const std::vector<std::pair<int64_t, Label>>& labels() const { return labels_; }
   /// One line per comparison decided, taken (each is logged once).
   std::vector<std::string> take_lines() { return std::exchange(lines_, {}); }
-  /// One line on the round's end: what improved, what is scale-bound.
+  /// One line on the round's end: the stack's gain at the rung, what transfers, what is scale-bound.
   std::string outcome() const;
 
   int64_t id() const { return id_; }
@@ -104,7 +111,10 @@ class PromotionRound {
   int rung_;
   ChainLink reference_;
   std::vector<ChainLink> stack_;
-  Bisection bisection_;
+  std::vector<int> extra_;  ///< by stack index: confirmation runs asked of the change
+  int reference_extra_ = 0;  ///< runs of the reference asked beyond kFirstRuns (σ on too few df)
+  std::vector<std::pair<int64_t, Label>> labels_;
+  std::optional<RungEvidence> headline_;  ///< the stack against the reference, once every comparison is in
   std::string aborted_;
   std::vector<std::string> lines_;
 };

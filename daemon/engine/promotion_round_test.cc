@@ -1,7 +1,7 @@
 // Tests of a promotion round as a function of its runs: the chain, the rung's
-// reference and stack from the labels, the runs each comparison asks for, the
-// keep rule at the rung's σ, the bisection to the change that does not
-// transfer, a failed run, and a round replayed from its finished runs.
+// reference and stack from the labels, the runs it asks for, each change
+// against the commit before it by the keep rule at the rung's σ, a failed
+// run, and a round replayed from its finished runs.
 #include "daemon/engine/promotion_round.h"
 
 #include <gmock/gmock.h>
@@ -60,85 +60,70 @@ TEST(PromotionChain, ReferenceAndStackFollowTheLabels) {
   EXPECT_TRUE(rung_stack(chain, labels, 3).empty() == false);  // rung 3's reference is the base: a and b
 }
 
-TEST(PromotionRound, AsksForTheReferenceAndTheWholeStackFirst) {
+TEST(PromotionRound, AsksForEveryCommitOfTheStackAtOnce) {
   PromotionRound round(1, 1, kBase, stack_of(3));
   Runs r;
   auto wants = round.advance(r.trials, 0, KeepSettings{}, {});
-  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{1, "base", 3}, {13, "c3", 2}}));
+  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{1, "base", 2}, {11, "c1", 2}, {12, "c2", 2}, {13, "c3", 2}}));
   // Runs in flight are not asked for again.
-  wants = round.advance(r.trials, 0, KeepSettings{}, {{"base", 3}, {"c3", 1}});
-  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{13, "c3", 1}}));
+  wants = round.advance(r.trials, 0, KeepSettings{}, {{"base", 2}, {"c1", 2}, {"c2", 1}, {"c3", 2}});
+  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{12, "c2", 1}}));
   EXPECT_FALSE(round.done());
 }
 
-TEST(PromotionRound, AStackThatImprovesTransfersWhole) {
+TEST(PromotionRound, EachChangeAgainstTheCommitBeforeIt) {
+  // c1 and c3 help at the rung; c2 does nothing there. A stack test would call all three transfers.
   PromotionRound round(1, 1, kBase, stack_of(3));
   Runs r;
-  r.add("base", {1.000, 1.002, 0.998});
-  r.add("c3", {0.980, 0.981});
-  EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
-  ASSERT_TRUE(round.done());
-  for (const auto& [id, label] : round.labels()) {
-    EXPECT_EQ(label.kind, LabelKind::kTransfers);
-    ASSERT_TRUE(label.evidence);
-    EXPECT_EQ(label.evidence->best_n, 3);
-    EXPECT_EQ(label.evidence->candidate_n, 2);
-    EXPECT_NEAR(label.evidence->delta, 1.0 - 0.9805, 1e-9);
-    EXPECT_GT(label.evidence->sigma, 0);
-    EXPECT_EQ(label.evidence->trials, (std::vector<int64_t>{1, 2, 3, 4, 5}));
-  }
-  EXPECT_EQ(round.outcome(), "the stack of 3 change(s) improved at rung 1: each transfers");
-  auto lines = round.take_lines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_THAT(lines[0], HasSubstr("promotion rung 1: #11..#13 (3 of 3 change(s)) against #1: improved (kept: "));
-}
-
-TEST(PromotionRound, BisectsToTheChangeThatDoesNotTransfer) {
-  // c1 and c2 help at the rung, c3 undoes it all, c4 is measured only on top of c3.
-  PromotionRound round(1, 1, kBase, stack_of(4));
-  Runs r;
-  r.add("base", {1.000, 1.002, 0.998});
-  r.add("c4", {1.001, 0.999});
-  EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{12, "c2", 2}}));
-  r.add("c2", {0.980, 0.982});
-  EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{13, "c3", 2}}));
-  r.add("c3", {1.000, 1.001});
+  r.add("base", {1.000, 1.001});
+  r.add("c1", {0.980, 0.981});
+  r.add("c2", {0.981, 0.980});
+  r.add("c3", {0.960, 0.961});
   EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
   ASSERT_TRUE(round.done());
   auto labels = round.labels();
-  ASSERT_EQ(labels.size(), 4u);
+  ASSERT_EQ(labels.size(), 3u);
   EXPECT_EQ(labels[0].second.kind, LabelKind::kTransfers);
-  EXPECT_EQ(labels[1].second.kind, LabelKind::kTransfers);
-  EXPECT_EQ(labels[2].second.kind, LabelKind::kScaleBound);
-  EXPECT_EQ(labels[3].second.kind, LabelKind::kUntested);
-  EXPECT_EQ(labels[2].second.evidence->candidate_mean, 1.0005);
-  EXPECT_EQ(round.outcome(), "#13 is scale-bound at rung 1; #11, #12 transfer(s); #14 untested there (measured only on top of it)");
-  EXPECT_EQ(round.take_lines().size(), 3u);
+  EXPECT_EQ(labels[1].second.kind, LabelKind::kScaleBound);
+  EXPECT_EQ(labels[2].second.kind, LabelKind::kTransfers);
+  const RungEvidence& e = *labels[2].second.evidence;
+  EXPECT_EQ(e.best_n, 2);
+  EXPECT_EQ(e.candidate_n, 2);
+  EXPECT_NEAR(e.best_mean, 0.9805, 1e-12);  // c2's runs: the commit before c3
+  EXPECT_NEAR(e.delta, 0.9805 - 0.9605, 1e-9);
+  EXPECT_GT(e.sigma, 0);
+  EXPECT_EQ(e.trials, (std::vector<int64_t>{5, 6, 7, 8}));
+  EXPECT_EQ(round.outcome(), "the stack of 3 change(s) gained 0.04 at rung 1; #11, #13 transfer(s); #12 scale-bound");
+  auto lines = round.take_lines();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[0], HasSubstr("promotion at rung 1: #11 against #1: transfers (kept: "));
+  EXPECT_THAT(lines[1], HasSubstr("promotion at rung 1: #12 against #11: scale-bound (discarded: "));
 }
 
 TEST(PromotionRound, ReplaysAFinishedRoundFromItsRunsAlone) {
   // What a restart does: a new round over the same trials decides at once.
   Runs r;
-  r.add("base", {1.000, 1.002, 0.998});
-  r.add("c2", {1.001, 0.999});
-  r.add("c1", {1.000, 1.001});
+  r.add("base", {1.000, 1.002});
+  r.add("c1", {1.001, 0.999});
+  r.add("c2", {0.970, 0.971});
   PromotionRound round(1, 1, kBase, stack_of(2));
   EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
   ASSERT_TRUE(round.done());
   EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kScaleBound);
-  EXPECT_EQ(round.labels()[1].second.kind, LabelKind::kUntested);
+  EXPECT_EQ(round.labels()[1].second.kind, LabelKind::kTransfers);
 }
 
-TEST(PromotionRound, AnUnclearComparisonRunsThePrefixAgain) {
-  PromotionRound round(1, 1, kBase, stack_of(1));
+TEST(PromotionRound, AnUnclearComparisonRunsTheChangeAgain) {
+  PromotionRound round(1, 1, kBase, stack_of(2));
   Runs r;
-  r.add("base", {1.000, 1.002, 0.998});
-  r.add("c1", {0.9960, 0.9970});  // Δ 0.0035 on σΔ ≈ 0.0015: between discard (1.5) and keep (3.3 at df 3)
+  r.add("base", {1.000, 1.002});
+  r.add("c1", {0.9973, 0.9993});  // Δ 0.0027 on σΔ 0.00115 (σ on df 3): between discard (1.5) and keep (3.31)
+  r.add("c2", {0.9965, 0.9965});
   EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{11, "c1", 1}}));
-  r.add("c1", {0.9965});
+  EXPECT_TRUE(round.labels().empty());
+  r.add("c1", {0.9983});  // σ 0.001 on df 4 (margin 2.87): Δ is 2.96 σΔ
   round.advance(r.trials, 0, KeepSettings{}, {});
-  // σ now on df 4 (margin 2.87 σΔ): Δ 0.0035 is 2.94 σΔ.
-  ASSERT_TRUE(round.done());
+  ASSERT_GE(round.labels().size(), 1u);
   EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kTransfers);
   EXPECT_EQ(round.labels()[0].second.evidence->candidate_n, 3);
 }
@@ -146,15 +131,29 @@ TEST(PromotionRound, AnUnclearComparisonRunsThePrefixAgain) {
 TEST(PromotionRound, SigmaOnTooFewDegreesOfFreedomAsksTheReferenceAgain) {
   PromotionRound round(1, 1, kBase, stack_of(1));
   Runs r;
-  r.add("base", {1.000, 1.000, 1.000});  // df 2 + 1, but σ 0 from the base: still df 3 -> decides
-  r.add("c1", {0.99});
-  r.trials.push_back(r.trials.back());
-  r.trials.back().id = 5;
-  r.trials.back().status = "crash";
-  r.trials.back().val_bpb.reset();
+  r.add("base", {1.000, 1.002});
+  r.add("c1", {0.95, 0.951});  // df 2: σ not usable yet
+  EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{1, "base", 1}}));
+  r.add("base", {1.001});
   EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
-  ASSERT_TRUE(round.done());  // a prefix with a failed run did not improve
+  ASSERT_TRUE(round.done());
+  EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kTransfers);
+  EXPECT_EQ(round.labels()[0].second.evidence->best_n, 3);
+}
+
+TEST(PromotionRound, AChangeWithAFailedRunIsScaleBound) {
+  PromotionRound round(1, 1, kBase, stack_of(2));
+  Runs r;
+  r.add("base", {1.000, 1.002});
+  r.add("c1", {0}, "crash");
+  r.add("c2", {0.95, 0.951});
+  EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
+  ASSERT_TRUE(round.done());
   EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kScaleBound);
+  EXPECT_EQ(round.labels()[1].second.kind, LabelKind::kUntested);  // measured only on top of c1
+  auto lines = round.take_lines();
+  EXPECT_THAT(lines[0], HasSubstr("scale-bound (a run failed at the rung)"));
+  EXPECT_THAT(lines[1], HasSubstr("untested (the change before it failed at the rung)"));
 }
 
 TEST(PromotionRound, AReferenceThatFailsEndsTheRoundWithoutLabels) {

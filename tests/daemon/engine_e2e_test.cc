@@ -543,8 +543,8 @@ TEST_F(EngineE2E, OnOneGpuTheStartMakesSigmaUsableAndClearCandidatesTakeOneRun) 
 // rounds, the sandbox): two kept changes make a promotion round (promote.every
 // = 2). The fake trainer's `scaled` effects say how each does at rung 1 (the
 // stage gets --depth-scale {depth_scale}, twice the depth, and twice the
-// budget): "wide" transfers, "deep" undoes it at the larger scale. The stack
-// does not improve there, so it is bisected: "wide" transfers, "deep" is
+// budget): "wide" transfers, "deep" undoes it at the larger scale. Each is
+// judged against the commit before it: "wide" transfers, "deep" is
 // scale-bound, each with its evidence. `promote` asks for the next round; a
 // second while one is asked for is refused in one line.
 TEST_F(EngineE2E, APromotionRoundLabelsTheChangeThatTransfersAndTheOneThatDoesNot) {
@@ -574,8 +574,8 @@ TEST_F(EngineE2E, APromotionRoundLabelsTheChangeThatTransfersAndTheOneThatDoesNo
   ASSERT_EQ(store.experiment(id_of["wide"])->state, "kept") << log;
   ASSERT_EQ(store.experiment(id_of["deep"])->state, "kept") << log;
   ASSERT_EQ(rounds.size(), 1u);
-  EXPECT_EQ(rounds[0].outcome, "#" + std::to_string(id_of["deep"]) + " is scale-bound at rung 1; #" +
-                                   std::to_string(id_of["wide"]) + " transfer(s)") << log;
+  EXPECT_THAT(rounds[0].outcome, HasSubstr("; #" + std::to_string(id_of["wide"]) + " transfer(s); #" +
+                                               std::to_string(id_of["deep"]) + " scale-bound")) << log;
   const auto deep = store.change_label(id_of["deep"], 1);
   ASSERT_TRUE(deep) << log;
   EXPECT_EQ(deep->label, "scale_bound");
@@ -584,7 +584,7 @@ TEST_F(EngineE2E, APromotionRoundLabelsTheChangeThatTransfersAndTheOneThatDoesNo
   EXPECT_EQ(wide->label, "transfers") << log;
   auto evidence = parse_evidence_json(wide->evidence);
   ASSERT_TRUE(evidence);
-  EXPECT_GE(evidence->best_n, 3);
+  EXPECT_GE(evidence->best_n, 2);
   EXPECT_GE(evidence->candidate_n, 2);
   EXPECT_GT(evidence->delta, 0.01);
   int at_rung = 0;
