@@ -37,12 +37,15 @@ std::optional<NoiseEstimate> rung_noise(const std::vector<TrialRow>& trials, int
 }
 
 std::string promotion_due(int kept_since_last_round, int every, double gpu_seconds_at_rungs,
-                          double gpu_seconds_total, double max_share, bool requested) {
+                          double gpu_seconds_total, double max_share, bool requested, double round_seconds) {
   if (kept_since_last_round < 1) return "";
   every = std::max(every, 1);
   if (!requested && kept_since_last_round < every) return "";
   const double share = gpu_seconds_total > 0 ? gpu_seconds_at_rungs / gpu_seconds_total : 0;
   if (!(share < max_share)) return "";
+  if (round_seconds > 0 &&
+      !((gpu_seconds_at_rungs + round_seconds) / (gpu_seconds_total + round_seconds) <= max_share))
+    return "";  // the round would take the night past its share: it waits for more work at rung 0
   const std::string used = "rungs above 0 have used " + format_number(std::round(share * 1000) / 10) +
                            "% of the GPU time (promote.max_share " + format_number(max_share * 100) + "%)";
   if (requested) return "a round was requested with " + std::to_string(kept_since_last_round) + " kept change(s) to promote; " + used;

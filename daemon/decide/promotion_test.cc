@@ -26,6 +26,14 @@ TEST(Promotion, DueAfterEveryKeptChangesWhileUnderTheShare) {
   EXPECT_EQ(promotion_due(1, 0, 0, 10, 0.25).empty(), false);  // every < 1 is 1
 }
 
+TEST(Promotion, ARoundWaitsUntilItsOwnRunsFitTheShare) {
+  // 6 runs of 600 s: the night must have 3 × 3600 s more at rung 0 than at the rungs.
+  EXPECT_EQ(promotion_due(5, 5, 0, 10000, 0.25, false, 3600), "");
+  EXPECT_FALSE(promotion_due(5, 5, 0, 10800, 0.25, false, 3600).empty());
+  EXPECT_EQ(promotion_due(5, 5, 3600, 24000, 0.25, false, 3600), "");  // (3600 + 3600) / 27600 > 0.25
+  EXPECT_FALSE(promotion_due(5, 5, 3600, 25200, 0.25, false, 3600).empty());
+}
+
 TEST(Promotion, ARequestedRoundNeedsOneKeptChangeAndTheShare) {
   EXPECT_THAT(promotion_due(2, 5, 0, 1000, 0.25, true), HasSubstr("a round was requested with 2 kept change(s)"));
   EXPECT_EQ(promotion_due(0, 5, 0, 1000, 0.25, true), "");

@@ -763,14 +763,24 @@ void Engine::maybe_start_promotion() {
   const auto path = workspace_.repo().first_parent_path(base.commit, best_.commit);
   const std::vector<ChainLink> chain = chain_links(base, path.value_or(std::vector<std::string>{}), rows);
   const std::vector<ChangeLabelRow> labels = store_.current_change_labels(config_.tag);
-  const RunTime time = run_time(store_.trials(config_.tag));
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  const RunTime time = run_time(trials);
+  // A run at a rung is expected to take a rung-0 run's mean GPU time, scaled by the budgets.
+  double run0_s = 0;
+  int runs0 = 0;
+  for (const TrialRow& t : trials)
+    if (t.rung == 0 && t.status == "ok" && t.training_seconds) run0_s += *t.training_seconds, ++runs0;
   const bool resume = open && open->started_at;
   for (size_t rung = 1; rung < config_.rungs.size(); ++rung) {
     std::vector<ChainLink> stack = rung_stack(chain, labels, static_cast<int>(rung));
     if (stack.empty() || (resume && open->rung != static_cast<int>(rung))) continue;
     std::string why = resume ? open->reason + " (resumed)"
                              : promotion_due(static_cast<int>(stack.size()), rung == 1 ? config_.promote.every : 1,
-                                             time.rung_s, time.total_s, config_.promote.max_share, open.has_value());
+                                             time.rung_s, time.total_s, config_.promote.max_share, open.has_value(),
+                                             runs0 ? static_cast<double>((stack.size() + 1) * PromotionRound::kFirstRuns) *
+                                                         run0_s / runs0 * config_.rungs[rung].budget_s /
+                                                         config_.rungs[0].budget_s
+                                                   : 0);
     if (why.empty()) continue;
     const ChainLink reference = chain[rung_reference(chain, labels, static_cast<int>(rung))];
     const int64_t id = store_.start_promotion_round(open ? open->id : 0, config_.tag, static_cast<int>(rung), why);

@@ -16,7 +16,9 @@
 //
 //   from        to          when
 //   (new)       kCommitted  a proposal committed (on_proposal); the baseline; a repeat run of
-//                           the best (noise round, incumbent re-run). A proposal that ends before
+//                           the best (noise round, incumbent re-run); a promotion round's run of a
+//                           chain commit at a larger rung (advance_promotion, promotion_round.h:
+//                           a repeat whose end goes back to the round). A proposal that ends before
 //                           (patch_rejected, proposer_error, duplicate) is never a candidate.
 //   kCommitted  (erased)    a stale candidate whose change does not apply onto the best: conflict
 //   kCommitted  kBuilding   a slot is free and fewer than max_builds run (start_build; a stale

@@ -766,7 +766,9 @@ class EnginePromotion : public EngineUnit {
   int rung_runs_ = 0;
 };
 
-const std::string kPromoteEvery2 = "[promote]\nevery = 2\n";
+/// Every round is let in at once: a round waits until its runs fit promote.max_share of the
+/// night's GPU time, and these nights are a few fake seconds long.
+const std::string kPromoteEvery2 = "[promote]\nevery = 2\nmax_share = 1\n";
 /// Two edits of lines of their own: both kept, the second re-applied onto the first.
 const std::string kTwoSlots = R"([
   {"description": "edit a", "edits": [{"path": "trainer/train.cu", "find": "# a-slot", "replace": "# a-slot changed"}]},
@@ -896,7 +898,7 @@ TEST_F(EnginePromotion, ARoundStoppedHalfwayResumesAtTheNextStart) {
 // `autoresearchd promote` asks for a round before promote.every kept changes;
 // promote.gpus = 1 keeps the rung's runs on the last GPU.
 TEST_F(EnginePromotion, ARoundAskedForRunsOnTheReservedGpu) {
-  setup(n_edits(1), "[promote]\ngpus = 1\n");
+  setup(n_edits(1), "[promote]\ngpus = 1\nmax_share = 1\n");
   {
     StateDir state(repo);
     state.create();
@@ -917,18 +919,21 @@ TEST_F(EnginePromotion, ARoundAskedForRunsOnTheReservedGpu) {
   EXPECT_GE(at_rung_runs, 5);
 }
 
-// promote.max_share caps the GPU time at rungs above 0: once the first round
-// used more than it, no other round starts however many changes are kept.
-TEST_F(EnginePromotion, NoRoundOnceTheShareIsUsedUp) {
+// promote.max_share caps the GPU time at rungs above 0: a round whose runs
+// would take the night past it does not start, however many changes are kept
+// (here 2 kept changes, a round of 3 commits x 2 runs x twice a rung-0 run's
+// time, against a night of some 15 rung-0 runs and a share of 5 %).
+TEST_F(EnginePromotion, NoRoundStartsThatWouldTakeTheNightPastItsShare) {
   setup(kTwoSlots, "[promote]\nevery = 1\nmax_share = 0.05\n");
   until_store = [](Store& store) {
     int kept = 0;
     for (const auto& e : store.experiments("unit")) kept += e.state == "kept";
-    return kept >= 3 && round_ended(store);
+    return kept >= 3;
   };
   run_engine(script([](int64_t) { return 0.9; }));
-  ASSERT_GE(rounds.size(), 1u) << daemon_log;
-  EXPECT_EQ(rounds.size(), 1u) << daemon_log;
+  EXPECT_TRUE(rounds.empty()) << daemon_log;
+  for (const auto& t : trials) EXPECT_EQ(t.rung, 0);
+  EXPECT_EQ(daemon_log.find("promotion round"), std::string::npos) << daemon_log;
 }
 
 }  // namespace

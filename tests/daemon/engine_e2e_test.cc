@@ -554,7 +554,8 @@ TEST_F(EngineE2E, APromotionRoundLabelsTheChangeThatTransfersAndTheOneThatDoesNo
              nlohmann::json::array({testing::edit_find("wide", "effect 0 a\n", "effect 0.02 scaled 0.02 a\n"),
                                     testing::edit_find("deep", "effect 0 b\n", "effect 0.02 scaled -0.02 b\n")})
                  .dump());
-  write_config("[0]", 0, scripted() + "[promote]\nevery = 2\n", 30, "",
+  // max_share = 1: the night is a few seconds long, too short for a round to fit the default 25 %.
+  write_config("[0]", 0, scripted() + "[promote]\nevery = 2\nmax_share = 1\n", 30, "",
                kFake + std::string(" run trainer/train.cu --budget {budget} --depth-scale {depth_scale}"));
   pid_t pid = spawn_daemon("daemon.out");
   std::vector<PromotionRoundRow> rounds;
