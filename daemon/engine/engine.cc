@@ -774,15 +774,24 @@ void Engine::maybe_start_promotion() {
   for (size_t rung = 1; rung < config_.rungs.size(); ++rung) {
     std::vector<ChainLink> stack = rung_stack(chain, labels, static_cast<int>(rung));
     if (stack.empty() || (resume && open->rung != static_cast<int>(rung))) continue;
-    std::string why = resume ? open->reason + " (resumed)"
-                             : promotion_due(static_cast<int>(stack.size()), rung == 1 ? config_.promote.every : 1,
-                                             time.rung_s, time.total_s, config_.promote.max_share, open.has_value(),
-                                             runs0 ? static_cast<double>((stack.size() + 1) * PromotionRound::kFirstRuns) *
-                                                         run0_s / runs0 * config_.rungs[rung].budget_s /
-                                                         config_.rungs[0].budget_s
-                                                   : 0);
-    if (why.empty()) continue;
     const ChainLink reference = chain[rung_reference(chain, labels, static_cast<int>(rung))];
+    // The round takes the oldest changes of the stack that its runs can afford under
+    // promote.max_share (a run at the rung: a rung-0 run's mean time, scaled by the budgets).
+    const double run_s = runs0 ? run0_s / runs0 * config_.rungs[rung].budget_s / config_.rungs[0].budget_s : 0;
+    std::string why;
+    size_t take = stack.size();
+    for (; take >= 1 && !resume; --take) {
+      const double round_s =
+          run_s * runs_still_needed(reference, stack, take, trials, static_cast<int>(rung), repeats_.rounds().calibration());
+      why = promotion_due(static_cast<int>(stack.size()), rung == 1 ? config_.promote.every : 1, time.rung_s,
+                          time.total_s, config_.promote.max_share, open.has_value(), round_s);
+      if (!why.empty()) break;
+    }
+    if (resume) why = open->reason + " (resumed)";
+    else if (take < stack.size() && !why.empty())
+      why += "; the oldest " + std::to_string(take) + " of " + std::to_string(stack.size()) + " fit the share now";
+    stack.resize(std::max<size_t>(take, 1));
+    if (why.empty()) continue;
     const int64_t id = store_.start_promotion_round(open ? open->id : 0, config_.tag, static_cast<int>(rung), why);
     promotion_.emplace(id, static_cast<int>(rung), reference, std::move(stack));
     log_("promotion round at rung " + std::to_string(rung) + " (" + config_.rungs[rung].name + "): " +

@@ -39,6 +39,17 @@ std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std
   return {chain.begin() + static_cast<long>(from) + 1, chain.begin() + static_cast<long>(to) + 1};
 }
 
+int runs_still_needed(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
+                      const std::vector<TrialRow>& trials, int rung, int64_t calibration) {
+  int needed = 0;
+  for (size_t i = 0; i <= std::min(j, stack.size()); ++i) {
+    const ChainLink& link = i == 0 ? reference : stack[i - 1];
+    needed += std::max(0, PromotionRound::kFirstRuns -
+                              static_cast<int>(rung_runs(trials, link.commit, rung, calibration).values.size()));
+  }
+  return needed;
+}
+
 namespace {
 
 double mean_of(const std::vector<double>& v) {

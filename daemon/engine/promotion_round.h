@@ -68,6 +68,13 @@ size_t rung_reference(const std::vector<ChainLink>& chain, const std::vector<Cha
 std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std::vector<ChangeLabelRow>& labels,
                                   int rung);
 
+/// The runs at rung that a round over reference and the first j changes of
+/// stack still needs before its first comparisons: kFirstRuns of each commit,
+/// less its finished runs there under calibration (a reference that a round
+/// before ran needs none).
+int runs_still_needed(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
+                      const std::vector<TrialRow>& trials, int rung, int64_t calibration);
+
 /// Runs at the rung a round wants of one commit, beyond those in flight.
 struct RungRunWanted {
   int64_t experiment = 0;

@@ -166,6 +166,16 @@ TEST(PromotionRound, AReferenceThatFailsEndsTheRoundWithoutLabels) {
   EXPECT_EQ(round.outcome(), round.aborted());
 }
 
+TEST(PromotionRound, TheRunsARoundStillNeedsCountWhatTheRungHasOfEachCommit) {
+  Runs r;
+  r.add("base", {1.0, 1.0});  // a round before ran the reference
+  r.add("c1", {0.99});
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 0, r.trials, 1, 0), 0);
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 1, r.trials, 1, 0), 1);
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 1, 0), 5);
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 2, 0), 8);  // nothing ran at rung 2
+}
+
 TEST(PromotionRound, RefusesAnEmptyStackOrRungZero) {
   EXPECT_THROW(PromotionRound(1, 1, kBase, {}), std::invalid_argument);
   EXPECT_THROW(PromotionRound(1, 0, kBase, stack_of(1)), std::invalid_argument);
