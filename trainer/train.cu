@@ -539,7 +539,11 @@ int train(const harness::RunOptions& opt) {
   harness::TokenShard train_shard(opt.data_dir, "train"), val_shard(opt.data_dir, "val");
   const std::vector<int32_t> token_bytes = harness::load_token_bytes(opt.data_dir);
   const Config cfg = config_for_depth(DEPTH * opt.depth_scale);  // --depth-scale: the same model, larger
-  const int B = DEVICE_BATCH_ROWS, T = cfg.seq_len;
+  // A row's activations grow with depth x width, so at depth scale s the micro-batch has
+  // s^2 (rounded up to a power of 4) times fewer rows; grad accumulation keeps the tokens per step.
+  int rows_divisor = 1;
+  while (rows_divisor < opt.depth_scale * opt.depth_scale) rows_divisor *= 4;
+  const int B = std::max(1, DEVICE_BATCH_ROWS / rows_divisor), T = cfg.seq_len;
   const long micro_tokens = long(B) * T;
   if (TOTAL_BATCH_TOKENS % micro_tokens != 0) throw std::runtime_error("TOTAL_BATCH_TOKENS is not a multiple of DEVICE_BATCH_ROWS * seq_len");
   const int grad_accum = int(TOTAL_BATCH_TOKENS / micro_tokens);
