@@ -780,13 +780,14 @@ void Engine::maybe_start_promotion() {
     const double run_s = runs0 ? run0_s / runs0 * config_.rungs[rung].budget_s / config_.rungs[0].budget_s : 0;
     std::string why;
     size_t take = stack.size();
-    for (; take >= 1 && !resume; --take) {
+    for (; take >= 1; --take) {
       const double round_s =
           run_s * runs_still_needed(reference, stack, take, trials, static_cast<int>(rung), repeats_.rounds().calibration());
       why = promotion_due(static_cast<int>(stack.size()), rung == 1 ? config_.promote.every : 1, time.rung_s,
                           time.total_s, config_.promote.max_share, open.has_value(), round_s);
       if (!why.empty()) break;
     }
+    // A resumed round goes on with what fits now (its finished runs cost nothing more), one change at least.
     if (resume) why = open->reason + " (resumed)";
     else if (take < stack.size() && !why.empty())
       why += "; the oldest " + std::to_string(take) + " of " + std::to_string(stack.size()) + " fit the share now";
