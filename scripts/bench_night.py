@@ -20,7 +20,8 @@
       (the default ladder's rung 1: depth 2, twice the budget); off adds
       [promote] max_share = 0 (no round is ever due), or with
       --no-round-by-every (a tree that refuses max_share = 0) every = 1000000;
-      --on-fail label|revert (with on) sets promote.on_fail.
+      --on-fail label|revert (with on) sets promote.on_fail, --max-share X
+      (with on) promote.max_share.
   bench_night.py figures RESULTS_DB LABEL
       prints one line: LABEL b=... null_keep_rate=... true_keep_rate=...
       board_bias=... repeat_share=... worse_kept=... and the counts behind them.
@@ -49,6 +50,7 @@ def setup(argv):
     ap.add_argument("--promote", choices=["on", "off"])
     ap.add_argument("--no-round-by-every", action="store_true")
     ap.add_argument("--on-fail", choices=["label", "revert"])
+    ap.add_argument("--max-share", type=float)
     o = ap.parse_args(argv)
     speeds = SPEEDS if o.gpus == 4 else "1.00"
     gpus = ", ".join(f'"{g}"' for g in range(o.gpus))
@@ -86,8 +88,9 @@ def setup(argv):
         budget_flags = "{budget} --depth-scale {depth_scale}"
     if o.promote == "off":
         decisions += "[promote]\n" + ("every = 1000000\n" if o.no_round_by_every else "max_share = 0\n")
-    elif o.promote == "on" and o.on_fail:
-        decisions += f'[promote]\non_fail = "{o.on_fail}"\n'
+    elif o.promote == "on" and (o.on_fail or o.max_share is not None):
+        decisions += "[promote]\n" + (f'on_fail = "{o.on_fail}"\n' if o.on_fail else "")
+        decisions += f"max_share = {o.max_share}\n" if o.max_share is not None else ""
     (repo / "autoresearch.toml").write_text(f'''tag = "bench"
 budget_s = 300
 startup_s = 5

@@ -52,7 +52,8 @@
 #   scripts/bench_promotion.sh [BUILD_DIR]     (default: build)
 #   env: NIGHTS (4), COUNT (100), SEED (1), PROMOTE (1; 0: no promotion),
 #        SECONDS_PER_RUN (0.5: the GPUs, not the 2 cores, bound a night),
-#        ON_FAIL (label: the default; revert), SETTLE_S (60), KEEP_WORK (set: keep the nights' repos and results.db for a look)
+#        ON_FAIL (label: the default; revert), MAX_SHARE (promote.max_share; the default 0.25 when unset),
+#        SETTLE_S (60), KEEP_WORK (set: keep the nights' repos and results.db for a look)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -75,7 +76,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$promote" = 0 ]; then mode=(--promote off); figures=(--implicit); label=no_promotion
-else mode=(--promote on --on-fail "${ON_FAIL:-label}"); figures=(); label=promotion; fi
+else mode=(--promote on --on-fail "${ON_FAIL:-label}" ${MAX_SHARE:+--max-share "$MAX_SHARE"}); figures=(); label=promotion; fi
 b=1.15e-4 a=0.642  # the pinned corpus (data-limited), as bench_decisions' first sign of b
 
 # A tree whose config refuses promote.max_share = 0 gets every = 1000000 instead (no round is due either).

@@ -4,12 +4,11 @@
 //
 // A promotion round (engine/promotion_round.h) runs the kept changes c1..cm
 // between the rung's reference c0 (the last change promoted to that rung; at
-// first the original base) and the best cm at the rung, each repeated as the
-// keep rule needs, with σ measured at that rung, and decides each change
-// against the commit before it by the keep rule (keep_rule.h): kept means the
-// change transfers, discarded that it is scale-bound. Every commit it runs is
-// one the chain already has (no new build of a change). A change never
-// compared at a rung is untested there.
+// first the original base) and the best cm at the rung, with σ measured at
+// that rung, and decides each change against the commit before it by the
+// transfer rule (transfer_rule.h: does it keep the gain it had at rung 0?).
+// Every commit it runs is one the chain already has (no new build of a
+// change). A change never compared at a rung is untested there.
 //
 // Every label carries its evidence (Label): the means, the runs' counts, σ,
 // Δ and the trials of the comparison that decided it.
@@ -78,7 +77,7 @@ const char* to_string(LabelKind kind);
 std::optional<LabelKind> parse_label_kind(const std::string& word);
 
 /// One comparison at a rung of a stack prefix against the rung's best: what
-/// the keep rule decided it on.
+/// the transfer rule decided it on.
 struct RungEvidence {
   double best_mean = 0;       ///< the rung's best's mean metric at the rung
   double candidate_mean = 0;  ///< the prefix's mean metric at the rung

@@ -761,48 +761,26 @@ void Engine::maybe_start_promotion() {
     if (row.is_baseline && row.commit == base.commit) base.experiment = row.id;
   if (!base.experiment) return;  // no baseline of this base yet
   const auto path = workspace_.repo().first_parent_path(base.commit, best_.commit);
-  const std::vector<ChainLink> chain = chain_links(base, path.value_or(std::vector<std::string>{}), rows);
-  const std::vector<ChangeLabelRow> labels = store_.current_change_labels(config_.tag);
-  const std::vector<TrialRow> trials = store_.trials(config_.tag);
-  const RunTime time = run_time(trials);
-  // A run at a rung is expected to take a rung-0 run's mean GPU time, scaled by the budgets.
-  double run0_s = 0;
-  int runs0 = 0;
-  for (const TrialRow& t : trials)
-    if (t.rung == 0 && t.status == "ok" && t.training_seconds) run0_s += *t.training_seconds, ++runs0;
-  const bool resume = open && open->started_at;
-  for (size_t rung = 1; rung < config_.rungs.size(); ++rung) {
-    std::vector<ChainLink> stack = rung_stack(chain, labels, static_cast<int>(rung));
-    if (stack.empty() || (resume && open->rung != static_cast<int>(rung))) continue;
-    const ChainLink reference = chain[rung_reference(chain, labels, static_cast<int>(rung))];
-    // The round takes the oldest changes of the stack that its runs can afford under
-    // promote.max_share (a run at the rung: a rung-0 run's mean time, scaled by the budgets).
-    const double run_s = runs0 ? run0_s / runs0 * config_.rungs[rung].budget_s / config_.rungs[0].budget_s : 0;
-    std::string why;
-    size_t take = stack.size();
-    for (; take >= 1; --take) {
-      const double round_s =
-          run_s * runs_still_needed(reference, stack, take, trials, static_cast<int>(rung), repeats_.rounds().calibration());
-      why = promotion_due(static_cast<int>(stack.size()), rung == 1 ? config_.promote.every : 1, time.rung_s,
-                          time.total_s, config_.promote.max_share, open.has_value(), round_s);
-      if (!why.empty()) break;
-    }
-    // A resumed round goes on with what fits now (its finished runs cost nothing more), one change at least.
-    if (resume) why = open->reason + " (resumed)";
-    else if (take < stack.size() && !why.empty())
-      why += "; the oldest " + std::to_string(take) + " of " + std::to_string(stack.size()) + " fit the share now";
-    stack.resize(std::max<size_t>(take, 1));
-    if (why.empty()) continue;
-    const int64_t id = store_.start_promotion_round(open ? open->id : 0, config_.tag, static_cast<int>(rung), why);
-    promotion_.emplace(id, static_cast<int>(rung), reference, std::move(stack));
-    log_("promotion round at rung " + std::to_string(rung) + " (" + config_.rungs[rung].name + "): " +
-         std::to_string(promotion_->stack().size()) + " kept change(s) against #" + std::to_string(reference.experiment) +
-         "; " + why);
+  RoundPlanInput in{.chain = chain_links(base, path.value_or(std::vector<std::string>{}), rows),
+                    .labels = store_.current_change_labels(config_.tag),
+                    .trials = store_.trials(config_.tag),
+                    .every = config_.promote.every,
+                    .max_share = config_.promote.max_share,
+                    .open = open,
+                    .calibration = repeats_.rounds().calibration()};
+  for (const RungConfig& r : config_.rungs) in.rung_budgets_s.push_back(r.budget_s);
+  if (std::optional<RoundPlan> plan = plan_round(in)) {
+    const int64_t id = store_.start_promotion_round(open ? open->id : 0, config_.tag, plan->rung, plan->why);
+    promotion_.emplace(id, plan->rung, plan->reference, std::move(plan->stack));
+    log_("promotion round at rung " + std::to_string(plan->rung) + " (" +
+         config_.rungs[static_cast<size_t>(plan->rung)].name + "): " + std::to_string(promotion_->stack().size()) +
+         " kept change(s) against #" + std::to_string(plan->reference.experiment) + "; " + plan->why);
     return advance_promotion();
   }
   // A round left in progress with nothing left to promote ends; one asked for waits for a kept change
   // (or for the share under promote.max_share).
-  if (resume) store_.end_promotion_round(open->id, "nothing left to promote at rung " + std::to_string(open->rung));
+  if (open && open->started_at)
+    store_.end_promotion_round(open->id, "nothing left to promote at rung " + std::to_string(open->rung));
 }
 
 void Engine::advance_promotion() {

@@ -775,8 +775,9 @@ const std::string kTwoSlots = R"([
   {"description": "edit b", "edits": [{"path": "trainer/train.cu", "find": "# b-slot", "replace": "# b-slot changed"}]}])";
 
 // Two kept changes make a round: the base and each change at rung 1 (twice
-// the budget), two runs each, σ measured there; each change helps on top of
-// the one before it, so each transfers, with its evidence.
+// the budget), one run each, and the base again until σ at the rung rests on
+// df 3; each change keeps most of its rung-0 gain on top of the one before
+// it, so each transfers, with its evidence.
 TEST_F(EnginePromotion, EachChangeThatHelpsAtTheRungTransfers) {
   setup(kTwoSlots, kPromoteEvery2);
   until_store = round_ended;
@@ -794,15 +795,13 @@ TEST_F(EnginePromotion, EachChangeThatHelpsAtTheRungTransfers) {
       EXPECT_EQ(t.purpose, purpose::kPromote);
       (t.experiment_id == 1 ? base_runs : best_runs) += t.status == "ok";
     }
-  // The base: two runs, and a third when #2 was compared before σ at the rung rested on df 3.
-  EXPECT_GE(base_runs, 2);
-  EXPECT_LE(base_runs, 3);
-  EXPECT_EQ(best_runs, 4);  // #2 and #3, two runs each
+  EXPECT_EQ(base_runs, 4);  // one, then three more for σ on df 3
+  EXPECT_EQ(best_runs, 2);  // #2 and #3, one run each
   auto evidence = parse_evidence_json(labels[1].evidence);  // #3 against #2
   ASSERT_TRUE(evidence);
-  EXPECT_EQ(evidence->best_n, 2);
-  EXPECT_NEAR(evidence->best_mean, 0.871, 1e-9);
-  EXPECT_NEAR(evidence->delta, 0.03, 1e-9);
+  EXPECT_EQ(evidence->best_n, 1);
+  EXPECT_NEAR(evidence->best_mean, 0.871, 0.0011);  // 0.87, and the fake's jitter of 0 or 0.002
+  EXPECT_NEAR(evidence->delta, 0.03, 0.0021);
   EXPECT_NE(daemon_log.find("promotion round at rung 1 (2x): 2 kept change(s) against #1"), std::string::npos) << daemon_log;
 }
 

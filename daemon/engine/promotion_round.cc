@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "daemon/decide/run_evidence.h"
+#include "daemon/decide/transfer_rule.h"
 #include "daemon/util/text.h"
 #include "proposers/metric_goal.h"
 
@@ -50,6 +52,38 @@ int runs_still_needed(const ChainLink& reference, const std::vector<ChainLink>& 
   return needed;
 }
 
+std::optional<RoundPlan> plan_round(const RoundPlanInput& in) {
+  const RunTime time = run_time(in.trials);
+  double run0_s = 0;
+  int runs0 = 0;
+  for (const TrialRow& t : in.trials)
+    if (t.rung == 0 && t.status == "ok" && t.training_seconds) run0_s += *t.training_seconds, ++runs0;
+  const bool resume = in.open && in.open->started_at;
+  for (size_t rung = 1; rung < in.rung_budgets_s.size(); ++rung) {
+    const int r = static_cast<int>(rung);
+    std::vector<ChainLink> stack = rung_stack(in.chain, in.labels, r);
+    if (stack.empty() || (resume && in.open->rung != r)) continue;
+    const ChainLink reference = in.chain[rung_reference(in.chain, in.labels, r)];
+    const double run_s = runs0 && in.rung_budgets_s[0] > 0 ? run0_s / runs0 * in.rung_budgets_s[rung] / in.rung_budgets_s[0] : 0;
+    std::string why;
+    size_t take = stack.size();
+    for (; take >= 1; --take) {
+      const double round_s = run_s * runs_still_needed(reference, stack, take, in.trials, r, in.calibration);
+      why = promotion_due(static_cast<int>(stack.size()), rung == 1 ? in.every : 1, time.rung_s, time.total_s,
+                          in.max_share, in.open.has_value(), round_s);
+      if (!why.empty()) break;
+    }
+    // A resumed round goes on with what fits now (its finished runs cost nothing more), one change at least.
+    if (resume) why = in.open->reason + " (resumed)";
+    else if (take < stack.size() && !why.empty())
+      why += "; the oldest " + std::to_string(take) + " of " + std::to_string(stack.size()) + " fit the share now";
+    if (why.empty()) continue;
+    stack.resize(std::max<size_t>(take, 1));
+    return RoundPlan{r, reference, std::move(stack), why};
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 double mean_of(const std::vector<double>& v) {
@@ -70,6 +104,15 @@ RungEvidence evidence_of(const RungRuns& reference, const RungRuns& candidate) {
   e.trials = reference.trials;
   e.trials.insert(e.trials.end(), candidate.trials.begin(), candidate.trials.end());
   return e;
+}
+
+/// The change's improvement at rung 0 over the commit before it (keep_rule.h's
+/// sign), from their rung-0 runs under calibration; nullopt when either has none.
+std::optional<double> rung0_gain(const std::vector<TrialRow>& trials, const std::string& before,
+                                 const std::string& change, int64_t calibration, MetricGoal goal) {
+  const RungRuns b = rung_runs(trials, before, 0, calibration), c = rung_runs(trials, change, 0, calibration);
+  if (b.values.empty() || c.values.empty()) return std::nullopt;
+  return improvement(goal, mean_of(b.values), mean_of(c.values));
 }
 
 }  // namespace
@@ -105,8 +148,9 @@ std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& 
     lines_.push_back("promotion at rung " + std::to_string(rung_) + ": " + aborted_);
     return {};
   }
-  KeepSettings rule = keep;
-  rule.equal_but_simpler = false;  // a change's size at rung 0 says nothing of its effect at the rung
+  TransferSettings rule;  // one confirmation at most (transfer_rule.h), none when keep.confirmations is 0
+  rule.max_runs = kFirstRuns + std::min(1, std::max(0, keep.max_confirmations));
+  rule.goal = keep.goal;
   while (labels_.size() < stack_.size()) {
     const size_t k = labels_.size() + 1;  // comparing ck with c(k-1)
     const std::string what = "promotion at rung " + std::to_string(rung_) + ": " + exp_name(chain[k]->experiment) +
@@ -124,23 +168,26 @@ std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& 
     }
     if (e.best_n < needed(k - 1) || e.candidate_n < needed(k)) return wanted();
     const std::optional<NoiseEstimate> noise = noise_for_decisions(rung_noise(trials, rung_, calibration), 0);
-    if (!noise) {  // σ at the rung on too few df yet: one more run of the reference
-      ++reference_extra_;
+    if (!noise) {
+      // σ at the rung on too few df yet: the reference runs until its own runs would give them.
+      const auto now = rung_noise(trials, rung_, calibration);
+      const int missing = kMinNoiseDf - (now ? now->df : 0);
+      reference_extra_ = std::max(reference_extra_, static_cast<int>(runs[0].values.size()) + missing - kFirstRuns);
       return wanted();
     }
-    const KeepDecision d = decide_keep(
-        {.incumbent = runs[k - 1].values, .candidate = runs[k].values, .noise = noise,
-         .confirmations_done = e.candidate_n - kFirstRuns},
-        rule);
-    if (d.verdict == Verdict::confirm) {
+    const TransferDecision d =
+        decide_transfer({.before = runs[k - 1].values, .change = runs[k].values, .noise = *noise,
+                         .gain_at_rung0 = rung0_gain(trials, chain[k - 1]->commit, chain[k]->commit, calibration, keep.goal)},
+                        rule);
+    if (d.verdict == TransferVerdict::run_again) {
       extra_[k - 1] = e.candidate_n - kFirstRuns + 1;
       return wanted();
     }
     e.sigma = noise->sigma;
-    e.delta = improvement(keep.goal, e.best_mean, e.candidate_mean);
-    const bool transfers = d.verdict == Verdict::keep;
+    e.delta = d.delta;
+    const bool transfers = d.verdict == TransferVerdict::transfers;
     labels_.emplace_back(chain[k]->experiment, Label{transfers ? LabelKind::kTransfers : LabelKind::kScaleBound, rung_, e});
-    lines_.push_back(what + ": " + (transfers ? "transfers" : "scale-bound") + " (" + d.reason + ")");
+    lines_.push_back(what + ": " + d.reason);
   }
   RungEvidence whole = evidence_of(runs.front(), runs.back());
   whole.delta = improvement(keep.goal, whole.best_mean, whole.candidate_mean);

@@ -7,11 +7,13 @@
 // The round runs every commit of the chain from the rung's reference c0 to
 // the best cm at the rung, kFirstRuns times each (all at once: several GPUs
 // take them side by side), and compares each change with the commit before
-// it, in order: "ck against c(k-1)" by the keep rule (keep_rule.h) with σ
-// measured at that rung, as ck was judged at rung 0 against the best of its
-// moment. Kept: ck transfers; discarded: ck is scale-bound. A comparison the
-// keep rule cannot decide yet runs ck again (a confirmation). The round's
-// headline is cm against c0: how much the whole stack gained at the rung.
+// it, in order: "ck against c(k-1)" by the transfer rule (transfer_rule.h:
+// does ck keep the gain it had at rung 0?) with σ measured at that rung.
+// Transfers or scale-bound as the rule says; a comparison it cannot decide
+// yet runs ck again, once (none when keep.confirmations is 0). While σ at the rung
+// rests on fewer than kMinNoiseDf degrees of freedom, the reference runs
+// again until its own runs would give them. The round's headline is cm
+// against c0: how much the whole stack gained at the rung.
 //
 // Why each change against its predecessor and not the stack as a whole: a
 // stack that improves says nothing of each change in it. With a scale-bound
@@ -75,6 +77,36 @@ std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std
 int runs_still_needed(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
                       const std::vector<TrialRow>& trials, int rung, int64_t calibration);
 
+/// What plan_round decides from: the tag's chain, labels and trials, and the
+/// round asked for or left in progress (open).
+struct RoundPlanInput {
+  std::vector<ChainLink> chain;         ///< chain_links: the base, then the kept changes to the best
+  std::vector<ChangeLabelRow> labels;   ///< the last label of every change at every rung
+  std::vector<TrialRow> trials;         ///< the tag's trials, every rung
+  std::vector<double> rung_budgets_s;   ///< each rung's budget, rung 0 first
+  int every = 5;                        ///< promote.every: kept changes that make a round at rung 1
+  double max_share = 0.25;              ///< promote.max_share
+  std::optional<PromotionRoundRow> open;  ///< a round asked for (not started) or in progress (started)
+  int64_t calibration = 0;              ///< the boards' (rung runs under it count)
+};
+
+/// The round to start now: its rung, reference, stack and the reason logged.
+struct RoundPlan {
+  int rung = 1;
+  ChainLink reference;
+  std::vector<ChainLink> stack;
+  std::string why;
+};
+
+/// The round to start now, or nullopt. The lowest rung above 0 with a stack
+/// that is due (promotion_due: `every` kept changes at rung 1, one at higher
+/// rungs, or asked for) and whose runs keep the night within max_share. A run
+/// at a rung is expected to take a rung-0 run's mean GPU time (training
+/// seconds) scaled by the budgets; when the whole stack does not fit, the
+/// round takes its oldest changes that do. A round in progress (open and
+/// started) is resumed at its rung with what fits now, one change at least.
+std::optional<RoundPlan> plan_round(const RoundPlanInput& in);
+
 /// Runs at the rung a round wants of one commit, beyond those in flight.
 struct RungRunWanted {
   int64_t experiment = 0;
@@ -85,7 +117,7 @@ struct RungRunWanted {
 
 class PromotionRound {
  public:
-  inline static constexpr int kFirstRuns = 2;  ///< runs of each commit at the rung before its comparison
+  inline static constexpr int kFirstRuns = 1;  ///< runs of each commit at the rung before its comparison
 
   /// Throws std::invalid_argument when stack is empty or rung < 1.
   PromotionRound(int64_t id, int rung, ChainLink reference, std::vector<ChainLink> stack);
@@ -94,7 +126,8 @@ class PromotionRound {
   /// is decided in order (its line added to take_lines()), until one needs
   /// runs or the labels are final (done()). Returns the runs wanted now, less
   /// those in flight (runs at the rung started and not ended, by commit).
-  /// calibration: the boards' (runs under it count).
+  /// calibration: the boards' (runs under it count, at the rung and, for
+  /// the gain each change had at rung 0, there). keep: its goal and confirmations.
   std::vector<RungRunWanted> advance(const std::vector<TrialRow>& trials, int64_t calibration,
                                      const KeepSettings& keep, const std::map<std::string, int>& in_flight);
 

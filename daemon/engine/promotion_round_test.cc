@@ -1,7 +1,8 @@
 // Tests of a promotion round as a function of its runs: the chain, the rung's
 // reference and stack from the labels, the runs it asks for, each change
-// against the commit before it by the keep rule at the rung's σ, a failed
-// run, and a round replayed from its finished runs.
+// against the commit before it by the transfer rule at the rung's σ with the
+// gain it had at rung 0, a failed run, and a round replayed from its finished
+// runs.
 #include "daemon/engine/promotion_round.h"
 
 #include <gmock/gmock.h>
@@ -11,16 +12,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-/// Trials at rung 1 with the given values per commit (ids in order).
+/// Trials with the given values per commit (ids in order), at rung 1 unless said.
 struct Runs {
   std::vector<TrialRow> trials;
-  void add(const std::string& commit, std::vector<double> values, const std::string& status = "ok") {
+  void add(const std::string& commit, std::vector<double> values, const std::string& status = "ok", int rung = 1) {
     for (double v : values) {
       TrialRow t;
       t.id = static_cast<int64_t>(trials.size()) + 1;
       t.commit = commit;
-      t.rung = 1;
-      t.purpose = "promote";
+      t.rung = rung;
+      t.purpose = rung > 0 ? "promote" : "candidate";
       t.status = status;
       if (status == "ok") t.val_bpb = v;
       t.started_at = 1;
@@ -31,6 +32,12 @@ struct Runs {
 };
 
 const ChainLink kBase{1, "base"};
+
+/// Rung 0: each of the first m changes gained `gain` over the commit before it.
+void add_rung0(Runs& r, int m, double gain) {
+  r.add("base", {1.0}, "ok", 0);
+  for (int i = 1; i <= m; ++i) r.add("c" + std::to_string(i), {1.0 - i * gain}, "ok", 0);
+}
 std::vector<ChainLink> stack_of(int m) {
   std::vector<ChainLink> s;
   for (int i = 1; i <= m; ++i) s.push_back({10 + i, "c" + std::to_string(i)});
@@ -64,21 +71,23 @@ TEST(PromotionRound, AsksForEveryCommitOfTheStackAtOnce) {
   PromotionRound round(1, 1, kBase, stack_of(3));
   Runs r;
   auto wants = round.advance(r.trials, 0, KeepSettings{}, {});
-  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{1, "base", 2}, {11, "c1", 2}, {12, "c2", 2}, {13, "c3", 2}}));
+  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{1, "base", 1}, {11, "c1", 1}, {12, "c2", 1}, {13, "c3", 1}}));
   // Runs in flight are not asked for again.
-  wants = round.advance(r.trials, 0, KeepSettings{}, {{"base", 2}, {"c1", 2}, {"c2", 1}, {"c3", 2}});
+  wants = round.advance(r.trials, 0, KeepSettings{}, {{"base", 1}, {"c1", 1}, {"c3", 1}});
   EXPECT_EQ(wants, (std::vector<RungRunWanted>{{12, "c2", 1}}));
   EXPECT_FALSE(round.done());
 }
 
 TEST(PromotionRound, EachChangeAgainstTheCommitBeforeIt) {
-  // c1 and c3 help at the rung; c2 does nothing there. A stack test would call all three transfers.
+  // Each change gained 0.02 at rung 0. c1 and c3 keep it at the rung; c2 does nothing there.
+  // A stack test would call all three transfers.
   PromotionRound round(1, 1, kBase, stack_of(3));
   Runs r;
-  r.add("base", {1.000, 1.001});
-  r.add("c1", {0.980, 0.981});
-  r.add("c2", {0.981, 0.980});
-  r.add("c3", {0.960, 0.961});
+  add_rung0(r, 3, 0.02);
+  r.add("base", {1.000, 1.001, 1.002, 0.999});  // a reference of 4 runs: σ on df 3
+  r.add("c1", {0.980});
+  r.add("c2", {0.9805});
+  r.add("c3", {0.9605});
   EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
   ASSERT_TRUE(round.done());
   auto labels = round.labels();
@@ -87,25 +96,42 @@ TEST(PromotionRound, EachChangeAgainstTheCommitBeforeIt) {
   EXPECT_EQ(labels[1].second.kind, LabelKind::kScaleBound);
   EXPECT_EQ(labels[2].second.kind, LabelKind::kTransfers);
   const RungEvidence& e = *labels[2].second.evidence;
-  EXPECT_EQ(e.best_n, 2);
-  EXPECT_EQ(e.candidate_n, 2);
-  EXPECT_NEAR(e.best_mean, 0.9805, 1e-12);  // c2's runs: the commit before c3
+  EXPECT_EQ(e.best_n, 1);
+  EXPECT_EQ(e.candidate_n, 1);
+  EXPECT_NEAR(e.best_mean, 0.9805, 1e-12);  // c2's run: the commit before c3
   EXPECT_NEAR(e.delta, 0.9805 - 0.9605, 1e-9);
   EXPECT_GT(e.sigma, 0);
-  EXPECT_EQ(e.trials, (std::vector<int64_t>{5, 6, 7, 8}));
+  EXPECT_EQ(e.trials, (std::vector<int64_t>{10, 11}));
   EXPECT_EQ(round.outcome(), "the stack of 3 change(s) gained 0.04 at rung 1; #11, #13 transfer(s); #12 scale-bound");
   auto lines = round.take_lines();
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_THAT(lines[0], HasSubstr("promotion at rung 1: #11 against #1: transfers (kept: "));
-  EXPECT_THAT(lines[1], HasSubstr("promotion at rung 1: #12 against #11: scale-bound (discarded: "));
+  EXPECT_THAT(lines[0], HasSubstr("promotion at rung 1: #11 against #1: transfers: mean 0.980000 (n=1) against "
+                                  "1.000500 (n=4) before it: Δ = +0.020500; g = 0.020000, its gain at rung 0"));
+  EXPECT_THAT(lines[1], HasSubstr("promotion at rung 1: #12 against #11: scale-bound: "));
+}
+
+TEST(PromotionRound, AChangeMustKeepTheGainItHadAtRungZero) {
+  // The same Δ at the rung: a transfer for a change that gained that much at rung 0, scale-bound
+  // for one that gained four times more there.
+  for (double gain : {0.005, 0.02}) {
+    PromotionRound round(1, 1, kBase, stack_of(1));
+    Runs r;
+    add_rung0(r, 1, gain);
+    r.add("base", {1.000, 1.001, 1.002, 0.999});
+    r.add("c1", {0.9955});
+    round.advance(r.trials, 0, KeepSettings{}, {});
+    ASSERT_TRUE(round.done()) << gain;
+    EXPECT_EQ(round.labels()[0].second.kind, gain < 0.01 ? LabelKind::kTransfers : LabelKind::kScaleBound) << gain;
+  }
 }
 
 TEST(PromotionRound, ReplaysAFinishedRoundFromItsRunsAlone) {
   // What a restart does: a new round over the same trials decides at once.
   Runs r;
-  r.add("base", {1.000, 1.002});
-  r.add("c1", {1.001, 0.999});
-  r.add("c2", {0.970, 0.971});
+  add_rung0(r, 2, 0.02);
+  r.add("base", {1.000, 1.002, 1.000, 1.002});
+  r.add("c1", {1.001});
+  r.add("c2", {0.980});
   PromotionRound round(1, 1, kBase, stack_of(2));
   EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
   ASSERT_TRUE(round.done());
@@ -116,29 +142,32 @@ TEST(PromotionRound, ReplaysAFinishedRoundFromItsRunsAlone) {
 TEST(PromotionRound, AnUnclearComparisonRunsTheChangeAgain) {
   PromotionRound round(1, 1, kBase, stack_of(2));
   Runs r;
-  r.add("base", {1.000, 1.002});
-  r.add("c1", {0.9973, 0.9993});  // Δ 0.0027 on σΔ 0.00115 (σ on df 3): between discard (1.5) and keep (3.31)
-  r.add("c2", {0.9965, 0.9965});
+  add_rung0(r, 2, 0.0045);
+  r.add("base", {1.000, 1.002, 1.000, 1.002});  // mean 1.001, σ 0.00115 on df 3
+  r.add("c1", {0.99875});  // Δ = 0.00225 = g/2: λ = 0
+  r.add("c2", {0.99325});
   EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{11, "c1", 1}}));
   EXPECT_TRUE(round.labels().empty());
-  r.add("c1", {0.9983});  // σ 0.001 on df 4 (margin 2.87): Δ is 2.96 σΔ
+  r.add("c1", {0.99675});  // c1's mean 0.99775: Δ = 0.00325, σ² = 1.5e-6 on df 4: λ = 4.0
   round.advance(r.trials, 0, KeepSettings{}, {});
   ASSERT_GE(round.labels().size(), 1u);
   EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kTransfers);
-  EXPECT_EQ(round.labels()[0].second.evidence->candidate_n, 3);
+  EXPECT_EQ(round.labels()[0].second.evidence->candidate_n, 2);
 }
 
 TEST(PromotionRound, SigmaOnTooFewDegreesOfFreedomAsksTheReferenceAgain) {
   PromotionRound round(1, 1, kBase, stack_of(1));
   Runs r;
-  r.add("base", {1.000, 1.002});
-  r.add("c1", {0.95, 0.951});  // df 2: σ not usable yet
-  EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{1, "base", 1}}));
-  r.add("base", {1.001});
+  add_rung0(r, 1, 0.05);
+  r.add("base", {1.000});
+  r.add("c1", {0.95});  // no repeat at the rung yet: σ unknown, the reference runs until it gives df 3
+  EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{1, "base", 3}}));
+  EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {{"base", 3}}).empty());  // asked once
+  r.add("base", {1.002, 1.000, 1.002});
   EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
   ASSERT_TRUE(round.done());
   EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kTransfers);
-  EXPECT_EQ(round.labels()[0].second.evidence->best_n, 3);
+  EXPECT_EQ(round.labels()[0].second.evidence->best_n, 4);
 }
 
 TEST(PromotionRound, AChangeWithAFailedRunIsScaleBound) {
@@ -171,9 +200,89 @@ TEST(PromotionRound, TheRunsARoundStillNeedsCountWhatTheRungHasOfEachCommit) {
   r.add("base", {1.0, 1.0});  // a round before ran the reference
   r.add("c1", {0.99});
   EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 0, r.trials, 1, 0), 0);
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 1, r.trials, 1, 0), 1);
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 1, 0), 5);
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 2, 0), 8);  // nothing ran at rung 2
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 1, r.trials, 1, 0), 0);
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 2, r.trials, 1, 0), 1);
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 1, 0), 2);
+  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 2, 0), 4);  // nothing ran at rung 2
+}
+
+/// A plan's input: the base and m kept changes (#11.. as stack_of), rung 0 at
+/// 100 s and rung 1 at 200 s, rung-0 runs of 100 s GPU time each.
+RoundPlanInput plan_input(int m, int rung0_runs) {
+  RoundPlanInput in;
+  in.chain.push_back(kBase);
+  for (const ChainLink& l : stack_of(m)) in.chain.push_back(l);
+  in.rung_budgets_s = {100, 200};
+  Runs r;
+  for (int i = 0; i < rung0_runs; ++i) r.add("base", {1.0}, "ok", 0);
+  for (TrialRow& t : r.trials) t.training_seconds = 100;
+  in.trials = r.trials;
+  return in;
+}
+
+TEST(PromotionPlan, ARoundIsDueAfterEveryKeptChanges) {
+  EXPECT_FALSE(plan_round(plan_input(4, 100)));
+  auto plan = plan_round(plan_input(5, 100));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->rung, 1);
+  EXPECT_EQ(plan->reference, kBase);
+  EXPECT_EQ(plan->stack, stack_of(5));
+  EXPECT_THAT(plan->why, HasSubstr("5 kept change(s) since the last round (promote.every 5)"));
+  RoundPlanInput off = plan_input(5, 100);
+  off.max_share = 0;
+  EXPECT_FALSE(plan_round(off));
+}
+
+TEST(PromotionPlan, ARoundTakesTheOldestChangesThatFitTheShare) {
+  // 2000 s at rung 0; a run at rung 1 is expected to take 200 s. Within 25 %, the round may
+  // take 666 s: three runs, the reference and the two oldest changes.
+  auto plan = plan_round(plan_input(5, 20));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->stack, stack_of(2));
+  EXPECT_THAT(plan->why, HasSubstr("the oldest 2 of 5 fit the share now"));
+  // Runs the rung has already (a round before ran the reference) cost nothing more.
+  RoundPlanInput in = plan_input(5, 20);
+  Runs r;
+  r.add("base", {1.0});
+  in.trials.insert(in.trials.end(), r.trials.begin(), r.trials.end());
+  in.trials.back().id = 1000;
+  in.trials.back().training_seconds = 0;
+  plan = plan_round(in);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->stack.size(), 3u);
+  // Nothing fits: no round.
+  EXPECT_FALSE(plan_round(plan_input(5, 5)));
+}
+
+TEST(PromotionPlan, ARoundAskedForNeedsOneKeptChange) {
+  RoundPlanInput in = plan_input(2, 100);
+  in.open = PromotionRoundRow{.id = 7, .tag = "t", .rung = 1, .requested_at = 1.0};
+  auto plan = plan_round(in);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->stack, stack_of(2));
+  EXPECT_THAT(plan->why, HasSubstr("a round was requested with 2 kept change(s) to promote"));
+  in.chain.resize(1);  // nothing kept yet: it waits
+  EXPECT_FALSE(plan_round(in));
+}
+
+TEST(PromotionPlan, ARoundInProgressResumesWithWhatFitsNowOneChangeAtLeast) {
+  RoundPlanInput in = plan_input(5, 5);  // 500 s at rung 0: no new round would fit
+  in.open = PromotionRoundRow{.id = 7, .tag = "t", .rung = 1, .reason = "5 kept change(s)", .started_at = 2.0};
+  auto plan = plan_round(in);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->stack, stack_of(1));
+  EXPECT_EQ(plan->why, "5 kept change(s) (resumed)");
+}
+
+TEST(PromotionPlan, ARungAboveOneTakesWhatTheRungBelowLabelled) {
+  RoundPlanInput in = plan_input(3, 100);
+  in.rung_budgets_s = {100, 200, 400};
+  for (int64_t e : {11, 12, 13}) in.labels.push_back({0, e, 1, e == 12 ? "scale_bound" : "transfers"});
+  auto plan = plan_round(in);  // rung 1 has nothing left; rung 2 takes one change at a time (every = 1 there)
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->rung, 2);
+  EXPECT_EQ(plan->reference, kBase);
+  EXPECT_EQ(plan->stack, stack_of(3));
 }
 
 TEST(PromotionRound, RefusesAnEmptyStackOrRungZero) {
