@@ -5,6 +5,14 @@
 #   scripts/device_e2e.sh OUTDIR           (the device tool: scripts/device_e2e.sh $OUT)
 #   NOISE_ONLY=1 scripts/device_e2e.sh OUTDIR   the trainer's noise instead: no candidate, the
 #                                          daemon's noise rounds back to back for RUN_S seconds
+#   PROMOTE=1 BUDGET_S=15 scripts/device_e2e.sh OUTDIR   one promotion round instead: one scripted
+#                                          change (half the tokens a step), kept or not, and with
+#                                          it kept a round at the default ladder's rung 1 (depth
+#                                          ×2, twice the budget); stops when the round ends or at
+#                                          RUN_S. Switched off for a round to fit one call, and
+#                                          said in e2e.log: noise rounds (noise.prior_sigma
+#                                          PRIOR_SIGMA, default 0.004, instead), the share cap
+#                                          (promote.max_share = 1, promote.every = 1)
 # Runs there in under 10 minutes: Ubuntu 24.04, CUDA 13, CMake and ninja, python3, git; no
 # network, no apt. Expects, carried (git-ignored; scripts/device_pack.sh makes them here):
 #   .device/ard.tar.xz (or the folder .device/ard/): the daemon built on Debian 12 with its
@@ -40,7 +48,9 @@ OUT=${1:?usage: scripts/device_e2e.sh OUTDIR}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 RUN_S=${RUN_S:-420}
-BUDGET_S=60
+BUDGET_S=${BUDGET_S:-60}
+STAGE_FLAGS=""  # PROMOTE=1: the stage takes the rung's depth scale, which gives the default ladder
+[ "${PROMOTE:-0}" = 1 ] && STAGE_FLAGS="--depth-scale {depth_scale}"
 TAG=e2e
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 START=$SECONDS
@@ -126,7 +136,7 @@ timeout_s = 120
 
 [[stage]]
 name = "train"
-command = '''bash -c 'echo "ard-e2e-t \$EPOCHREALTIME begin"; set -o pipefail; build/trainer/train --data {data_dir} --time-budget {budget} 2>&1 | while IFS= read -r line; do case "\$line" in "step "*) echo "ard-e2e-t \$EPOCHREALTIME step";; ---) echo "ard-e2e-t \$EPOCHREALTIME summary";; esac; printf "%s\n" "\$line"; done; rc=\$?; echo "ard-e2e-t \$EPOCHREALTIME end"; exit \$rc' '''
+command = '''bash -c 'echo "ard-e2e-t \$EPOCHREALTIME begin"; set -o pipefail; build/trainer/train --data {data_dir} --time-budget {budget} $STAGE_FLAGS 2>&1 | while IFS= read -r line; do case "\$line" in "step "*) echo "ard-e2e-t \$EPOCHREALTIME step";; ---) echo "ard-e2e-t \$EPOCHREALTIME summary";; esac; printf "%s\n" "\$line"; done; rc=\$?; echo "ard-e2e-t \$EPOCHREALTIME end"; exit \$rc' '''
 
 [data]
 prepare = "$PREPARE"
@@ -172,6 +182,72 @@ est = db.execute("SELECT sigma, df, reason FROM noise_estimates ORDER BY id DESC
 print("RESULT runs=%d sigma=%s df=%s" % (len(runs), est[0] if est else None, est[1] if est else None))
 PY
   cp "$STATE/daemon.log" "$OUT/daemon.log"
+  section "done in $((SECONDS - START)) s"
+  exit 0
+fi
+
+if [ "${PROMOTE:-0}" = 1 ]; then
+  section "promotion: one change, then a round at rung 1"
+  echo "switched off to fit one call: noise rounds (noise.prior_sigma ${PRIOR_SIGMA:-0.004} instead)," \
+    "the share cap (promote.max_share = 1); promote.every = 1" | tee -a "$OUT/e2e.log"
+  python3 - "$REPO/trainer/train.cu" > "$EXTRA/promote.json" <<'PY' || die "cannot write the script"
+import json, sys
+find = "constexpr long TOTAL_BATCH_TOKENS = 524288;"
+if find not in open(sys.argv[1]).read():
+    sys.exit("trainer/train.cu has no line " + find)
+print(json.dumps([{"description": "half the tokens a step: twice the steps in the budget",
+                   "edits": [{"path": "trainer/train.cu", "find": find,
+                              "replace": "constexpr long TOTAL_BATCH_TOKENS = 262144;"}]}]))
+PY
+  write_config "$EXTRA/promote.toml" "[proposer]
+kind = \"scripted\"
+script = \"$EXTRA/promote.json\"
+
+[noise]
+rounds = false
+prior_sigma = ${PRIOR_SIGMA:-0.004}
+
+[promote]
+every = 1
+max_share = 1"
+  DAEMON_CFG=$EXTRA/promote.toml
+  "$ARD" status --repo "$REPO" --config "$DAEMON_CFG" > /dev/null 2> "$EXTRA/config_check.txt" ||
+    die "the config: $(head -1 "$EXTRA/config_check.txt")"
+  DEADLINE=$((SECONDS + RUN_S))
+  "$ARD" start --repo "$REPO" --config "$DAEMON_CFG" --detach 2>&1 | tee -a "$OUT/e2e.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || die "the daemon did not start"
+  # Until the round ends, or the change is discarded (no round then), or the deadline.
+  while [ "$SECONDS" -lt "$DEADLINE" ]; do
+    sleep 5
+    ended=$(python3 -c 'import sqlite3,sys
+db = sqlite3.connect(sys.argv[1])
+rounds = db.execute("SELECT count(*) FROM promotion_rounds WHERE ended_at IS NOT NULL").fetchone()[0]
+done = db.execute("SELECT count(*) FROM experiments WHERE is_baseline=0 AND state IN (\x27discarded\x27,\x27crash\x27,\x27timeout\x27,\x27build_fail\x27,\x27tampered\x27,\x27patch_rejected\x27,\x27proposer_error\x27,\x27conflict\x27,\x27duplicate\x27)").fetchone()[0]
+print("yes" if rounds or done else "no")' "$STATE/results.db" 2>/dev/null)
+    [ "$ended" = yes ] && break
+  done
+  section "stop"
+  "$ARD" stop --repo "$REPO" --config "$DAEMON_CFG" --timeout 60 2>&1 | tee -a "$OUT/e2e.log"
+  DAEMON_CFG=""
+  "$ARD" status --repo "$REPO" --config "$EXTRA/promote.toml" > "$OUT/status.txt" 2>&1
+  cat "$OUT/status.txt" >> "$OUT/e2e.log"
+  : > "$OUT/shows.txt"
+  for id in $(python3 -c 'import sqlite3,sys; print(*[r[0] for r in sqlite3.connect(sys.argv[1]).execute("SELECT id FROM experiments ORDER BY id")])' "$STATE/results.db"); do
+    { echo "==== show $id"; "$ARD" show "$id" --repo "$REPO" --config "$EXTRA/promote.toml" 2>&1; } >> "$OUT/shows.txt"
+  done
+  python3 - "$STATE/results.db" <<'PY' | tee -a "$OUT/e2e.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for r in db.execute("SELECT id, experiment_id, purpose, rung, status, val_bpb, training_seconds, num_steps FROM trials ORDER BY id"):
+    print("trial", *r)
+for r in db.execute("SELECT experiment_id, rung, label, evidence FROM change_labels ORDER BY id"):
+    print("label", *r)
+for r in db.execute("SELECT id, rung, reason, outcome FROM promotion_rounds ORDER BY id"):
+    print("round", *r)
+PY
+  grep -h "^\(depth\|num_params_M\|depth_scale\):" "$STATE"/logs/* 2>/dev/null | sort | uniq -c | tee -a "$OUT/e2e.log"
+  cp "$STATE/daemon.log" "$OUT/daemon.log"
+  tar -C "$WORK" -czf "$OUT/e2e-extra.tar.gz" extra repo/.autoresearchd/logs
   section "done in $((SECONDS - START)) s"
   exit 0
 fi
