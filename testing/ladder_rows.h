@@ -68,7 +68,8 @@ inline LadderRows add_ladder_rows(Store& store, const std::string& tag) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   };
-  rows.lower_lr_evidence = {0.951, 0.941, 2, 2, 0.001414, 0.010, with(rows.base_runs, rows.lower_lr_runs)};
+  // λ = (Δ·g − g²/2)/(σ²·(1/2+1/2)) = (0.010·0.012 − 0.000072)/0.001414² = 24.01, as the transfer rule stores it
+  rows.lower_lr_evidence = {0.951, 0.941, 2, 2, 0.001414, 0.010, with(rows.base_runs, rows.lower_lr_runs), 0.012, 24.01};
   rows.wider_evidence = {0.951, 0.950, 2, 2, 0.001414, 0.001, with(rows.base_runs, rows.wider_runs)};
   store.add_change_label({0, rows.lower_lr, 1, "transfers", evidence_json(rows.lower_lr_evidence), 1000});
   store.add_change_label({0, rows.wider, 1, "scale_bound", evidence_json(rows.wider_evidence), 1000});

@@ -266,8 +266,8 @@ TEST_F(ReportTest, StatusAndShowPrintThePromotionLadderAndItsLabels) {
   EXPECT_THAT(show, HasSubstr("runs:         0.990000 ± 0.000000 (1)\n"));
   EXPECT_THAT(show, HasSubstr("  promote    gpu 0   scale 1.0000 (calibration 0) rung 1 val_bpb 0.940000 ok a100000\n"));
   EXPECT_THAT(show, HasSubstr("at larger scales:\n  2x (rung 1): transfers at 2x, decided "));
-  EXPECT_THAT(show, HasSubstr("a stack holding it 0.941000 (n 2) against the reference's 0.951000 (n 2): Δ = +0.010000, "
-                              "σ at the rung 0.001414; trials "));
+  EXPECT_THAT(show, HasSubstr("the change 0.941000 (n 2) against the commit before it 0.951000 (n 2): Δ = +0.010000, "
+                              "σ at the rung 0.001414, against its gain at rung 0 g = +0.012000: λ = +24.01; trials "));
   EXPECT_THAT(show, HasSubstr("    its runs at 2x: 0.941000 ± 0.001414 (2); trials "));
   EXPECT_THAT(*render_show(store, ladder.discarded, {}, settings), Not(HasSubstr("at larger scales")));
 }

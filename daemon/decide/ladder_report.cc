@@ -39,9 +39,12 @@ std::string evidence_words(const std::string& json) {
     return "its evidence is unreadable (" + std::string(error.what()) + ")";
   }
   if (!e) return "no comparison recorded";
-  return "a stack holding it " + format_fixed(e->candidate_mean, 6) + " (n " + std::to_string(e->candidate_n) +
-         ") against the reference's " + format_fixed(e->best_mean, 6) + " (n " + std::to_string(e->best_n) +
-         "): Δ = " + format_signed(e->delta, 6) + ", σ at the rung " + format_fixed(e->sigma, 6) + "; trials " +
+  std::string rule;  // labels decided by the transfer rule also keep what it tested against
+  if (e->gain_at_rung0 && e->lambda)
+    rule = ", against its gain at rung 0 g = " + format_signed(*e->gain_at_rung0, 6) + ": λ = " + format_signed(*e->lambda, 2);
+  return "the change " + format_fixed(e->candidate_mean, 6) + " (n " + std::to_string(e->candidate_n) +
+         ") against the commit before it " + format_fixed(e->best_mean, 6) + " (n " + std::to_string(e->best_n) +
+         "): Δ = " + format_signed(e->delta, 6) + ", σ at the rung " + format_fixed(e->sigma, 6) + rule + "; trials " +
          id_list(e->trials);
 }
 

@@ -111,8 +111,9 @@ TEST_F(LadderReportTest, ShowGivesEachLabelWithItsEvidenceAndTheRunsAtTheRung) {
   const std::string text = render_rung_standing(store, *store.experiment(rows.lower_lr), two_rungs());
   EXPECT_THAT(text, HasSubstr("at larger scales:\n"
                               "  2x (rung 1): transfers at 2x, decided "));
-  EXPECT_THAT(text, HasSubstr(": a stack holding it 0.941000 (n 2) against the reference's 0.951000 (n 2): "
-                              "Δ = +0.010000, σ at the rung 0.001414; trials 6, 7, 10, 11\n"));
+  EXPECT_THAT(text, HasSubstr(": the change 0.941000 (n 2) against the commit before it 0.951000 (n 2): "
+                              "Δ = +0.010000, σ at the rung 0.001414, against its gain at rung 0 g = +0.012000: "
+                              "λ = +24.01; trials 6, 7, 10, 11\n"));
   EXPECT_THAT(text, HasSubstr("    its runs at 2x: 0.941000 ± 0.001414 (2); trials 10, 11\n"));
 }
 

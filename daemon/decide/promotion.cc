@@ -115,6 +115,8 @@ std::string evidence_json(const std::optional<RungEvidence>& evidence) {
                       {"best_n", evidence->best_n},       {"candidate_n", evidence->candidate_n},
                       {"sigma", evidence->sigma},         {"delta", evidence->delta},
                       {"trials", evidence->trials}};
+  if (evidence->gain_at_rung0) j["gain_at_rung0"] = *evidence->gain_at_rung0;
+  if (evidence->lambda) j["lambda"] = *evidence->lambda;
   return j.dump();
 }
 
@@ -143,6 +145,8 @@ std::optional<RungEvidence> parse_evidence_json(const std::string& text) {
     if (!t.is_number_integer()) throw std::invalid_argument("label evidence: trials: expected trial ids");
     e.trials.push_back(t.get<int64_t>());
   }
+  if (j.contains("gain_at_rung0")) e.gain_at_rung0 = number("gain_at_rung0");
+  if (j.contains("lambda")) e.lambda = number("lambda");
   return e;
 }
 

@@ -76,16 +76,20 @@ const char* to_string(LabelKind kind);
 /// The kind of a word to_string gives; nullopt for any other.
 std::optional<LabelKind> parse_label_kind(const std::string& word);
 
-/// One comparison at a rung of a stack prefix against the rung's best: what
+/// One comparison at a rung of a change against the commit before it: what
 /// the transfer rule decided it on.
 struct RungEvidence {
-  double best_mean = 0;       ///< the rung's best's mean metric at the rung
-  double candidate_mean = 0;  ///< the prefix's mean metric at the rung
+  double best_mean = 0;       ///< the commit before the change: its mean metric at the rung
+  double candidate_mean = 0;  ///< the change's mean metric at the rung
   int best_n = 0;             ///< finished runs of each
   int candidate_n = 0;
   double sigma = 0;           ///< σ at the rung the decision used
   double delta = 0;           ///< the improvement (keep_rule.h): positive is better
   std::vector<int64_t> trials;  ///< the trial ids of every run above
+  /// The gain g the transfer rule tested against and its λ (transfer_rule.h);
+  /// nullopt in labels decided before the rule, or without a comparison.
+  std::optional<double> gain_at_rung0;
+  std::optional<double> lambda;
 
   bool operator==(const RungEvidence&) const = default;
 };
@@ -100,7 +104,8 @@ struct Label {
 };
 
 /// The evidence as one JSON object {"best_mean", "candidate_mean", "best_n",
-/// "candidate_n", "sigma", "delta", "trials"}; "{}" for none.
+/// "candidate_n", "sigma", "delta", "trials"}, with "gain_at_rung0" and
+/// "lambda" when set (older labels lack them); "{}" for none.
 std::string evidence_json(const std::optional<RungEvidence>& evidence);
 /// evidence_json read back: nullopt for "{}" or "". Throws std::invalid_argument
 /// naming the field when the text is not such an object.

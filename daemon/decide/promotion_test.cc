@@ -68,6 +68,14 @@ TEST(Promotion, LabelKindsReadBackAndNothingElseDoes) {
 TEST(Promotion, EvidenceReadsBackFromItsJson) {
   const RungEvidence e{0.981, 0.975, 3, 4, 0.002, 0.006, {11, 12, 15}};
   EXPECT_EQ(parse_evidence_json(evidence_json(e)), e);
+  EXPECT_EQ(evidence_json(e).find("lambda"), std::string::npos);  // a label from before the transfer rule
+  RungEvidence rule = e;
+  rule.gain_at_rung0 = 0.005;
+  rule.lambda = 1.75;
+  EXPECT_EQ(parse_evidence_json(evidence_json(rule)), rule);
+  EXPECT_THROW(parse_evidence_json(R"({"best_mean":1,"candidate_mean":1,"best_n":1,"candidate_n":1,"sigma":1,)"
+                                   R"("delta":0,"trials":[],"lambda":"high"})"),
+               std::invalid_argument);
   EXPECT_EQ(evidence_json(std::nullopt), "{}");
   EXPECT_EQ(parse_evidence_json("{}"), std::nullopt);
   EXPECT_EQ(parse_evidence_json(""), std::nullopt);

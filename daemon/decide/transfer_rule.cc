@@ -42,6 +42,8 @@ TransferDecision decide_transfer(const TransferInput& input, const TransferSetti
   const double g = std::isfinite(rung0) && rung0 > sigma ? rung0 : sigma;
   const double var = sigma * sigma * (1.0 / before.n + 1.0 / change.n);
   const double lambda = (d.delta * g - g * g / 2) / var;
+  d.g = g;
+  d.lambda = lambda;
   const bool known = input.gain_at_rung0 && std::isfinite(*input.gain_at_rung0);
   const std::string gain = known ? "g = " + format_fixed(g, 6) + ", its gain at rung 0" + (g > rung0 ? " floored at σ" : "")
                                  : "g = σ = " + format_fixed(g, 6) + ", its gain at rung 0 unknown";

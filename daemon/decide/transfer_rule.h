@@ -68,7 +68,9 @@ enum class TransferVerdict { transfers, scale_bound, run_again };
 
 struct TransferDecision {
   TransferVerdict verdict = TransferVerdict::scale_bound;
-  double delta = 0;  ///< Δ at the rung (0 without finite runs on both sides)
+  double delta = 0;   ///< Δ at the rung (0 without finite runs on both sides)
+  double g = 0;       ///< the gain tested against (0 when nothing was compared)
+  double lambda = 0;  ///< λ (0 when nothing was compared)
   std::string reason;  ///< one line with every number the decision used
 };
 

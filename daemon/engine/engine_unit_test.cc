@@ -802,6 +802,9 @@ TEST_F(EnginePromotion, EachChangeThatHelpsAtTheRungTransfers) {
   EXPECT_EQ(evidence->best_n, 1);
   EXPECT_NEAR(evidence->best_mean, 0.871, 0.0011);  // 0.87, and the fake's jitter of 0 or 0.002
   EXPECT_NEAR(evidence->delta, 0.03, 0.0021);
+  ASSERT_TRUE(evidence->gain_at_rung0 && evidence->lambda);  // what the transfer rule tested against, kept
+  EXPECT_GT(*evidence->gain_at_rung0, 0);  // #3 gained at rung 0 on #2's runs there (the fake's best re-runs blur how much)
+  EXPECT_GT(*evidence->lambda, 1);
   EXPECT_NE(daemon_log.find("promotion round at rung 1 (2x): 2 kept change(s) against #1"), std::string::npos) << daemon_log;
 }
 

@@ -185,6 +185,8 @@ std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& 
     }
     e.sigma = noise->sigma;
     e.delta = d.delta;
+    e.gain_at_rung0 = d.g;
+    e.lambda = d.lambda;
     const bool transfers = d.verdict == TransferVerdict::transfers;
     labels_.emplace_back(chain[k]->experiment, Label{transfers ? LabelKind::kTransfers : LabelKind::kScaleBound, rung_, e});
     lines_.push_back(what + ": " + d.reason);

@@ -532,7 +532,7 @@ port = {cls.embedded_port}
             rung, text = page.labels[0]
             self.assertEqual(rung, "1")
             self.assertIn("transfers at 2x", text)
-            self.assertIn("0.930000 (n 2) against the reference's 0.950000 (n 2)", text)
+            self.assertIn("the change 0.930000 (n 2) against the commit before it 0.950000 (n 2)", text)
             self.assertIn("trials 901, 902", text)
         finally:
             with sqlite3.connect(self.db) as c:  # the other tests see the run as it ended

@@ -330,8 +330,11 @@ async function refreshExperiment(id) {
   $('#labels-box').hidden = !x.labels.length;
   $('#labels').replaceChildren(...x.labels.map((l) => {
     const e = l.evidence;
-    const why = e ? ': a stack holding it ' + fixed(e.candidate_mean, 6) + ' (n ' + e.candidate_n + ') against the reference\'s ' +
-      fixed(e.best_mean, 6) + ' (n ' + e.best_n + '), Δ = ' + (e.delta >= 0 ? '+' : '') + fixed(e.delta, 6) + ', σ ' + fixed(e.sigma, 6) +
+    const signed = (v, d) => (v >= 0 ? '+' : '') + fixed(v, d);
+    const rule = e && e.gain_at_rung0 !== undefined && e.lambda !== undefined
+      ? ', against its gain at rung 0 g = ' + signed(e.gain_at_rung0, 6) + ': λ = ' + signed(e.lambda, 2) : '';
+    const why = e ? ': the change ' + fixed(e.candidate_mean, 6) + ' (n ' + e.candidate_n + ') against the commit before it ' +
+      fixed(e.best_mean, 6) + ' (n ' + e.best_n + '), Δ = ' + signed(e.delta, 6) + ', σ ' + fixed(e.sigma, 6) + rule +
       '; trials ' + e.trials.join(', ') : '';
     return el('li', { 'data-rung': String(l.rung) }, el('span', { class: 'badge label-' + l.label }, l.label.replace('_', '-')),
       ' at ' + l.name + ' (' + clock(l.decided_at) + ')' + why);
