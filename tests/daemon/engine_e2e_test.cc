@@ -610,5 +610,48 @@ TEST_F(EngineE2E, APromotionRoundLabelsTheChangeThatTransfersAndTheOneThatDoesNo
   EXPECT_THAT(again.out, HasSubstr("autoresearchd: error: promote: round 2 of tag e2e is asked for already"));
 }
 
+// The same ladder with the LLM proposer, as users run it: after the round,
+// the history in the next prompt marks "deep" scale-bound at 2x, says not to
+// build on it, and shows train.cu as it has grown with both kept changes.
+TEST_F(EngineE2E, TheLlmIsToldWhichKeptChangeIsScaleBound) {
+  const std::string tail = "seconds 0.05\nnoise_sigma 0.001\n";
+  write_file(repo / "trainer/train.cu", "effect 0 a\n#\n#\neffect 0 b\n" + tail);
+  git("commit -qam sim");
+  const std::string wide = "effect 0.02 scaled 0.02 a\n#\n#\neffect 0 b\n" + tail;
+  const std::string both = "effect 0.02 scaled 0.02 a\n#\n#\neffect 0.02 scaled -0.02 b\n" + tail;
+  nlohmann::json steps = nlohmann::json::array({{{"answer", whole_file_answer("wide", wide)}},
+                                                {{"answer", whole_file_answer("deep", both)}}});
+  for (int i = 0; i < 8; ++i)  // later proposals: no effect, each a line of its own
+    steps.push_back({{"answer", whole_file_answer("note " + std::to_string(i),
+                                                  "effect 0.02 scaled 0.02 a\n# note " + std::to_string(i) +
+                                                      "\n#\neffect 0.02 scaled -0.02 b\n" + tail)}});
+  llm::testing::FakeLlmServer server(steps, "", dir.path());
+  // max_share = 1: the night is a few seconds long, too short for a round to fit the default 25 %.
+  write_config("[0]", 0, llm(server) + "[promote]\nevery = 2\nmax_share = 1\n", 30, "",
+               kFake + std::string(" run trainer/train.cu --budget {budget} --depth-scale {depth_scale}"));
+  pid_t pid = spawn_daemon("daemon.out");
+  std::string marked;  // the first prompt that marks a change scale-bound
+  for (int i = 0; i < 600 && marked.empty(); ++i) {  // 120 s at most
+    for (const auto& r : server.requests())
+      if (std::string body = r["body"].dump(); body.find("scale-bound at 2x") != std::string::npos) marked = body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  stop_daemon(pid);
+  const std::string log = read_file(repo / ".autoresearchd/daemon.log");
+  ASSERT_FALSE(marked.empty()) << log;
+  Store store(db_path().string());
+  std::map<std::string, int64_t> id_of;
+  for (const auto& r : store.experiments("e2e")) id_of[r.description] = r.id;
+  ASSERT_TRUE(store.change_label(id_of["deep"], 1)) << log;
+  EXPECT_EQ(store.change_label(id_of["deep"], 1)->label, "scale_bound");
+  EXPECT_EQ(store.change_label(id_of["wide"], 1)->label, "transfers");
+  // The row of "deep" carries the mark, the line above the table says what it means, and the
+  // prompt holds train.cu with both kept changes in it (JSON-escaped in the request body).
+  EXPECT_THAT(marked, HasSubstr("kept, scale-bound at 2x | deep"));
+  EXPECT_THAT(marked, HasSubstr("kept, transfers at 2x | wide"));
+  EXPECT_THAT(marked, HasSubstr("do not build on them"));
+  EXPECT_THAT(marked, HasSubstr("effect 0.02 scaled -0.02 b\\n"));
+}
+
 }  // namespace
 }  // namespace ard
