@@ -34,8 +34,7 @@ def round_of(rng, n, a, b, last, max_runs, sr, g_noise, g_bias):
         g = gains[k - 1]
         while True:
             before, change = runs[k - 1], runs[k]
-            delta = sum(before) / len(before) - sum(change) / len(change)
-            delta = -delta  # the change's improvement: higher mu is better here
+            delta = sum(change) / len(change) - sum(before) / len(before)  # higher is better here
             lam = (delta * g - g * g / 2) / ((1 / len(before) + 1 / len(change)) * sr * sr)
             if lam >= a or lam <= b or len(change) >= max_runs:
                 transfers = lam >= a if (lam >= a or lam <= b) else lam >= last

@@ -65,8 +65,8 @@ TransferDecision decide_transfer(const TransferInput& input, const TransferSetti
   } else {
     const bool transfers = lambda >= kLastLook;
     d.verdict = transfers ? TransferVerdict::transfers : TransferVerdict::scale_bound;
-    d.reason = std::string(transfers ? "transfers: " : "scale-bound: ") + numbers + " after the last of " +
-               std::to_string(change.n) + " runs: " + (transfers ? "≥ +0.5" : "< +0.5, in doubt scale-bound");
+    d.reason = std::string(transfers ? "transfers: " : "scale-bound: ") + numbers + " at the change's last run (n=" +
+               std::to_string(change.n) + "): " + (transfers ? "≥ +0.5" : "< +0.5, in doubt scale-bound");
   }
   return d;
 }

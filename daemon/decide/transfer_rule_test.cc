@@ -65,12 +65,12 @@ TEST(TransferRule, HalfTheGainRunsAgainThenLeansToScaleBound) {
   const double x = 1.0 - 0.55 * kGain;
   d = decide_transfer(input(before, {x, x}), {});
   EXPECT_EQ(d.verdict, TransferVerdict::scale_bound);
-  EXPECT_THAT(d.reason, HasSubstr("= +0.30 after the last of 2 runs: < +0.5, in doubt scale-bound"));
+  EXPECT_THAT(d.reason, HasSubstr("= +0.30 at the change's last run (n=2): < +0.5, in doubt scale-bound"));
   // Δ = 0.6·g: λ = 0.1·9/1.5 = 0.6 ≥ 0.5.
   const double y = 1.0 - 0.6 * kGain;
   d = decide_transfer(input(before, {y, y}), {});
   EXPECT_EQ(d.verdict, TransferVerdict::transfers);
-  EXPECT_THAT(d.reason, HasSubstr("= +0.60 after the last of 2 runs: ≥ +0.5"));
+  EXPECT_THAT(d.reason, HasSubstr("= +0.60 at the change's last run (n=2): ≥ +0.5"));
   // More runs allowed: the second is not the last.
   TransferSettings three;
   three.max_runs = 3;

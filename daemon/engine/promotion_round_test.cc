@@ -155,6 +155,22 @@ TEST(PromotionRound, AnUnclearComparisonRunsTheChangeAgain) {
   EXPECT_EQ(round.labels()[0].second.evidence->candidate_n, 2);
 }
 
+TEST(PromotionRound, NoConfirmationsDecideOnTheFirstRun) {
+  // keep.confirmations = 0: the unclear comparison of AnUnclearComparisonRunsTheChangeAgain is
+  // decided on its one run, in doubt scale-bound (λ = 0 < 0.5).
+  PromotionRound round(1, 1, kBase, stack_of(1));
+  Runs r;
+  add_rung0(r, 1, 0.0045);
+  r.add("base", {1.000, 1.002, 1.000, 1.002});
+  r.add("c1", {0.99875});
+  KeepSettings none;
+  none.max_confirmations = 0;
+  EXPECT_TRUE(round.advance(r.trials, 0, none, {}).empty());
+  ASSERT_TRUE(round.done());
+  EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kScaleBound);
+  EXPECT_THAT(round.take_lines()[0], HasSubstr("at the change's last run (n=1): < +0.5, in doubt scale-bound"));
+}
+
 TEST(PromotionRound, SigmaOnTooFewDegreesOfFreedomAsksTheReferenceAgain) {
   PromotionRound round(1, 1, kBase, stack_of(1));
   Runs r;
