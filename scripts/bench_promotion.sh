@@ -18,8 +18,10 @@
 #   60 %  gains that transfer: X = 3σ (the decision benchmark's gain), Y = X × U(0.8, 1.2)
 #   25 %  scale-bound gains: X = 3σ, Y = 0 (half of them) or −0.5 X (the other half)
 #   15 %  as in the decision benchmark: worse by 3σ to 6σ (9 %) or no effect (6 %), Y = X
-# A night ends once every candidate is decided and the promotion trials in
-# flight have ended (at most SETTLE_S more seconds).
+# A night ends once every candidate is decided and the promotion round in
+# progress, if any, has ended (at most SETTLE_S more seconds). Once the script
+# is used up the proposer waits, so the idle GPUs promote what was kept (a
+# round is due with one kept change, as for any user whose proposer waits).
 #
 # Figures (bench_promotion.py figures), for each night, then pooled over the
 # nights (counts and seconds summed) in the last line:
@@ -117,7 +119,8 @@ run_night() {
         ('kept','discarded','crash','timeout','build_fail','tampered','patch_rejected','proposer_error','conflict')")
       t1=$SECONDS
     fi
-    busy=$(sql "$db" "SELECT count(*) FROM trials WHERE rung > 0 AND ended_at IS NULL")
+    busy=$(sql "$db" "SELECT (SELECT count(*) FROM trials WHERE rung > 0 AND ended_at IS NULL) +
+      (SELECT count(*) FROM promotion_rounds WHERE started_at IS NOT NULL AND ended_at IS NULL)")
   done
   kill -TERM "$pid"
   wait "$pid" || true

@@ -37,7 +37,8 @@ std::optional<NoiseEstimate> rung_noise(const std::vector<TrialRow>& trials, int
 }
 
 std::string promotion_due(int kept_since_last_round, int every, double gpu_seconds_at_rungs,
-                          double gpu_seconds_total, double max_share, bool requested, double round_seconds) {
+                          double gpu_seconds_total, double max_share, bool requested, double round_seconds,
+                          const std::string& why_requested) {
   if (kept_since_last_round < 1) return "";
   every = std::max(every, 1);
   if (!requested && kept_since_last_round < every) return "";
@@ -48,7 +49,7 @@ std::string promotion_due(int kept_since_last_round, int every, double gpu_secon
     return "";  // the round would take the night past its share: it waits for more work at rung 0
   const std::string used = "rungs above 0 have used " + format_number(std::round(share * 1000) / 10) +
                            "% of the GPU time (promote.max_share " + format_number(max_share * 100) + "%)";
-  if (requested) return "a round was requested with " + std::to_string(kept_since_last_round) + " kept change(s) to promote; " + used;
+  if (requested) return why_requested + " with " + std::to_string(kept_since_last_round) + " kept change(s) to promote; " + used;
   return std::to_string(kept_since_last_round) + " kept change(s) since the last round (promote.every " +
          std::to_string(every) + "); " + used;
 }

@@ -41,14 +41,15 @@ std::optional<NoiseEstimate> rung_noise(const std::vector<TrialRow>& trials, int
 
 /// Why a promotion round is due now, or "" when none is: at least one kept
 /// change since the last round, and either `every` of them or a round
-/// `requested` (on demand), while the GPU time at rungs above 0 stays within
+/// `requested` (on demand, or while the GPU has nothing else to run; the
+/// reason then begins with why_requested), while the GPU time at rungs above 0 stays within
 /// max_share of all of it (promote.max_share) once the round's own runs are
 /// done: (at_rungs + round) / (total + round) <= max_share, round being the
 /// GPU seconds the round is expected to take (0: the share before it, which
 /// must be under max_share). every < 1 is taken as 1.
 std::string promotion_due(int kept_since_last_round, int every, double gpu_seconds_at_rungs,
                           double gpu_seconds_total, double max_share, bool requested = false,
-                          double round_seconds = 0);
+                          double round_seconds = 0, const std::string& why_requested = "a round was requested");
 
 /// The size a run reports in its summary (keys `depth`, `num_params_M`);
 /// nullopt where the summary lacks the key.

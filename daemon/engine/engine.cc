@@ -378,6 +378,13 @@ void Engine::on_proposal(const ProposalOutcome& o) {
   if (o.kind == Kind::kWaiting && o.wait->pauses) show_pause(o.wait->message);
   const bool bad_edit = o.kind == Kind::kEnded && o.final_status == status::kProposerError;
   if (o.kind != Kind::kWaiting && !bad_edit && !paused_.empty()) pause_proposals("", 0);  // an answer ends a wait
+  // While it waits, the GPUs it leaves idle may promote what was kept (a round is due with one change).
+  if (o.kind == Kind::kWaiting) {
+    if (proposer_waits_.empty()) promotion_check_ = true;
+    proposer_waits_ = o.wait->message;
+  } else if (o.kind == Kind::kCommitted || o.kind == Kind::kEnded) {
+    proposer_waits_.clear();
+  }
   if (o.kind == Kind::kCommitted) {
     add({.experiment = o.experiment, .parent = o.parent, .commit = o.commit, .description = o.description,
          .fix_round = o.fix_round});
@@ -761,12 +768,15 @@ void Engine::maybe_start_promotion() {
     if (row.is_baseline && row.commit == base.commit) base.experiment = row.id;
   if (!base.experiment) return;  // no baseline of this base yet
   const auto path = workspace_.repo().first_parent_path(base.commit, best_.commit);
+  bool rung0_busy = false;  // a GPU idles only once the proposer waits and nothing at rung 0 is left
+  for (const auto& [key, c] : candidates_) rung0_busy |= c.rung == 0;
   RoundPlanInput in{.chain = chain_links(base, path.value_or(std::vector<std::string>{}), rows),
                     .labels = store_.current_change_labels(config_.tag),
                     .trials = store_.trials(config_.tag),
                     .every = config_.promote.every,
                     .max_share = config_.promote.max_share,
                     .open = open,
+                    .proposer_waits = rung0_busy ? std::string() : proposer_waits_,
                     .calibration = repeats_.rounds().calibration()};
   for (const RungConfig& r : config_.rungs) in.rung_budgets_s.push_back(r.budget_s);
   if (std::optional<RoundPlan> plan = plan_round(in)) {
@@ -788,8 +798,12 @@ void Engine::advance_promotion() {
   std::map<std::string, int> in_flight;
   for (const auto& [key, c] : candidates_)
     if (c.rung == promotion_->rung()) ++in_flight[c.commit];
-  const std::vector<RungRunWanted> wanted = promotion_->advance(
-      store_.trials(config_.tag), repeats_.rounds().calibration(), keep_settings(config_), in_flight);
+  const std::vector<TrialRow> trials = store_.trials(config_.tag);
+  std::vector<double> budgets;
+  for (const RungConfig& r : config_.rungs) budgets.push_back(r.budget_s);
+  const bool may_confirm = share_allows(trials, budgets, promotion_->rung(), config_.promote.max_share);
+  const std::vector<RungRunWanted> wanted = promotion_->advance(trials, repeats_.rounds().calibration(),
+                                                                keep_settings(config_), in_flight, may_confirm);
   for (const std::string& line : promotion_->take_lines()) log_(line);
   const int rung = promotion_->rung();
   for (const RungRunWanted& w : wanted)

@@ -210,6 +210,7 @@ class Engine {
   std::string data_dir_;
   int64_t session_ = 0;
   std::string paused_;              ///< the pause status shows, '' when proposing
+  std::string proposer_waits_;      ///< why the proposer has nothing to run, '' when it proposes (RoundPlanInput)
   FaultHold faults_;  ///< a fault of the machine in force: nothing starts
   int builds_running_ = 0;
   RepeatRuns repeats_;  ///< the noise rounds and the incumbent's re-runs (repeat_plan.h)

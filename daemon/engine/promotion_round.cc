@@ -41,36 +41,53 @@ std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std
   return {chain.begin() + static_cast<long>(from) + 1, chain.begin() + static_cast<long>(to) + 1};
 }
 
-int runs_still_needed(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
-                      const std::vector<TrialRow>& trials, int rung, int64_t calibration) {
-  int needed = 0;
+double runs_expected(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
+                     const std::vector<TrialRow>& trials, int rung, int64_t calibration) {
+  double expected = 0;
   for (size_t i = 0; i <= std::min(j, stack.size()); ++i) {
     const ChainLink& link = i == 0 ? reference : stack[i - 1];
-    needed += std::max(0, PromotionRound::kFirstRuns -
-                              static_cast<int>(rung_runs(trials, link.commit, rung, calibration).values.size()));
+    const double have = static_cast<double>(rung_runs(trials, link.commit, rung, calibration).values.size());
+    expected += std::max(0.0, PromotionRound::kFirstRuns - have);
   }
-  return needed;
+  const std::optional<NoiseEstimate> noise = rung_noise(trials, rung, calibration);
+  return expected + std::max(0, kMinNoiseDf - (noise ? noise->df : 0));
+}
+
+double rung_run_seconds(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung) {
+  double run0_s = 0;
+  int runs0 = 0;
+  for (const TrialRow& t : trials)
+    if (t.rung == 0 && t.status == "ok" && t.training_seconds) run0_s += *t.training_seconds, ++runs0;
+  const auto r = static_cast<size_t>(rung);
+  if (!runs0 || rung_budgets_s.empty() || !(rung_budgets_s[0] > 0) || r >= rung_budgets_s.size()) return 0;
+  return run0_s / runs0 * rung_budgets_s[r] / rung_budgets_s[0];
+}
+
+bool share_allows(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung,
+                  double max_share) {
+  const RunTime time = run_time(trials);
+  const double run_s = rung_run_seconds(trials, rung_budgets_s, rung);
+  return time.total_s + run_s > 0 && (time.rung_s + run_s) / (time.total_s + run_s) <= max_share;
 }
 
 std::optional<RoundPlan> plan_round(const RoundPlanInput& in) {
   const RunTime time = run_time(in.trials);
-  double run0_s = 0;
-  int runs0 = 0;
-  for (const TrialRow& t : in.trials)
-    if (t.rung == 0 && t.status == "ok" && t.training_seconds) run0_s += *t.training_seconds, ++runs0;
   const bool resume = in.open && in.open->started_at;
   for (size_t rung = 1; rung < in.rung_budgets_s.size(); ++rung) {
     const int r = static_cast<int>(rung);
     std::vector<ChainLink> stack = rung_stack(in.chain, in.labels, r);
     if (stack.empty() || (resume && in.open->rung != r)) continue;
     const ChainLink reference = in.chain[rung_reference(in.chain, in.labels, r)];
-    const double run_s = runs0 && in.rung_budgets_s[0] > 0 ? run0_s / runs0 * in.rung_budgets_s[rung] / in.rung_budgets_s[0] : 0;
+    const double run_s = rung_run_seconds(in.trials, in.rung_budgets_s, r);
     std::string why;
     size_t take = stack.size();
     for (; take >= 1; --take) {
-      const double round_s = run_s * runs_still_needed(reference, stack, take, in.trials, r, in.calibration);
+      const double round_s = run_s * runs_expected(reference, stack, take, in.trials, r, in.calibration);
+      const bool idle = !in.open && !in.proposer_waits.empty();
       why = promotion_due(static_cast<int>(stack.size()), rung == 1 ? in.every : 1, time.rung_s, time.total_s,
-                          in.max_share, in.open.has_value(), round_s);
+                          in.max_share, in.open.has_value() || idle, round_s,
+                          idle ? "the proposer waits (" + in.proposer_waits + "), so the idle GPUs take a round"
+                               : "a round was requested");
       if (!why.empty()) break;
     }
     // A resumed round goes on with what fits now (its finished runs cost nothing more), one change at least.
@@ -107,12 +124,17 @@ RungEvidence evidence_of(const RungRuns& reference, const RungRuns& candidate) {
 }
 
 /// The change's improvement at rung 0 over the commit before it (keep_rule.h's
-/// sign), from their rung-0 runs under calibration; nullopt when either has none.
-std::optional<double> rung0_gain(const std::vector<TrialRow>& trials, const std::string& before,
-                                 const std::string& change, int64_t calibration, MetricGoal goal) {
+/// sign), from their rung-0 runs under calibration, and the variance of that
+/// measurement by σ at rung 0 (measured, else sigma_fallback); no gain when
+/// either commit has no run there.
+GainAtRung0 rung0_gain(const std::vector<TrialRow>& trials, const std::string& before, const std::string& change,
+                       int64_t calibration, MetricGoal goal, double sigma_fallback) {
   const RungRuns b = rung_runs(trials, before, 0, calibration), c = rung_runs(trials, change, 0, calibration);
-  if (b.values.empty() || c.values.empty()) return std::nullopt;
-  return improvement(goal, mean_of(b.values), mean_of(c.values));
+  if (b.values.empty() || c.values.empty()) return {};
+  const std::optional<NoiseEstimate> measured = measured_noise(trials, calibration);
+  const double sigma0 = measured ? measured->sigma : sigma_fallback;
+  return {improvement(goal, mean_of(b.values), mean_of(c.values)),
+          sigma0 * sigma0 * (1.0 / static_cast<double>(b.values.size()) + 1.0 / static_cast<double>(c.values.size()))};
 }
 
 }  // namespace
@@ -124,7 +146,8 @@ PromotionRound::PromotionRound(int64_t id, int rung, ChainLink reference, std::v
 }
 
 std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& trials, int64_t calibration,
-                                                   const KeepSettings& keep, const std::map<std::string, int>& in_flight) {
+                                                   const KeepSettings& keep, const std::map<std::string, int>& in_flight,
+                                                   bool may_confirm) {
   if (done()) return {};
   // c0 (the reference), c1..cm (the stack): their runs at the rung, and the runs each needs now.
   std::vector<const ChainLink*> chain{&reference_};
@@ -148,48 +171,72 @@ std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& 
     lines_.push_back("promotion at rung " + std::to_string(rung_) + ": " + aborted_);
     return {};
   }
-  TransferSettings rule;  // one confirmation at most (transfer_rule.h), none when keep.confirmations is 0
-  rule.max_runs = kFirstRuns + std::min(1, std::max(0, keep.max_confirmations));
+  bool compares = false;  // a change and the commit before it both without a failed run
+  for (size_t k = 1; k < chain.size(); ++k) compares |= runs[k].failed == 0 && runs[k - 1].failed == 0;
+  const std::optional<NoiseEstimate> noise = noise_for_decisions(rung_noise(trials, rung_, calibration), 0);
+  if (compares && !noise) {
+    // σ at the rung on too few df yet: the reference runs until its own runs would give them, beside the first runs.
+    const auto now = rung_noise(trials, rung_, calibration);
+    const int missing = kMinNoiseDf - (now ? now->df : 0);
+    const int have = std::max(1, static_cast<int>(runs[0].values.size()));  // n runs of it give n − 1 df
+    reference_extra_ = std::max(reference_extra_, have + missing - kFirstRuns);
+    return wanted();
+  }
+  // Every commit's first runs (and the confirmations asked), but for a change that failed at the rung.
+  for (size_t i = 0; i < chain.size(); ++i)
+    if (runs[i].failed == 0 && static_cast<int>(runs[i].values.size()) < needed(i)) return wanted();
+  // One confirmation at most (transfer_rule.h), none when keep.confirmations is 0 or the share has no room for it.
+  TransferSettings rule;
+  rule.max_runs = kFirstRuns + (may_confirm ? std::min(1, std::max(0, keep.max_confirmations)) : 0);
   rule.goal = keep.goal;
-  while (labels_.size() < stack_.size()) {
-    const size_t k = labels_.size() + 1;  // comparing ck with c(k-1)
+  // The chain in parts split at changes that failed at the rung: the commit after one starts the next part.
+  std::vector<std::optional<TransferDecision>> decided(chain.size());
+  bool again = false;
+  for (size_t a = 0; compares && a < chain.size();) {
+    if (runs[a].failed > 0) {
+      ++a;
+      continue;
+    }
+    size_t b = a;
+    while (b + 1 < chain.size() && runs[b + 1].failed == 0) ++b;
+    TransferInput in{.runs = {runs[a].values}, .gains = {}, .noise = *noise};
+    for (size_t k = a + 1; k <= b; ++k) {
+      in.runs.push_back(runs[k].values);
+      in.gains.push_back(rung0_gain(trials, chain[k - 1]->commit, chain[k]->commit, calibration, keep.goal, noise->sigma));
+    }
+    const std::vector<TransferDecision> ds = decide_transfers(in, rule);
+    for (size_t k = a + 1; k <= b; ++k) {
+      decided[k] = ds[k - a - 1];
+      if (ds[k - a - 1].verdict == TransferVerdict::run_again) {
+        extra_[k - 1] = static_cast<int>(runs[k].values.size()) - kFirstRuns + 1;
+        again = true;
+      }
+    }
+    a = b + 1;  // failed (labelled below), or past the end
+  }
+  // A run moves its neighbours' λ: the labels come together, once no change wants another run.
+  if (again) return wanted();
+  for (size_t k = 1; k < chain.size(); ++k) {
     const std::string what = "promotion at rung " + std::to_string(rung_) + ": " + exp_name(chain[k]->experiment) +
                              " against " + exp_name(chain[k - 1]->experiment);
     RungEvidence e = evidence_of(runs[k - 1], runs[k]);
     if (runs[k].failed > 0) {
       labels_.emplace_back(chain[k]->experiment, Label{LabelKind::kScaleBound, rung_, e});
       lines_.push_back(what + ": scale-bound (a run failed at the rung)");
-      continue;
-    }
-    if (runs[k - 1].failed > 0) {  // nothing to compare with: ck was only measured on top of a change that fails
+    } else if (runs[k - 1].failed > 0) {  // nothing to compare with: ck was only measured on top of a change that fails
       labels_.emplace_back(chain[k]->experiment, Label{LabelKind::kUntested, rung_, std::nullopt});
       lines_.push_back(what + ": untested (the change before it failed at the rung)");
-      continue;
+    } else {
+      const TransferDecision& d = *decided[k];
+      e.sigma = noise->sigma;
+      e.delta = d.delta;
+      e.gain_at_rung0 = d.g;
+      e.lambda = d.lambda;
+      const bool transfers = d.verdict == TransferVerdict::transfers;
+      labels_.emplace_back(chain[k]->experiment,
+                           Label{transfers ? LabelKind::kTransfers : LabelKind::kScaleBound, rung_, e});
+      lines_.push_back(what + ": " + d.reason);
     }
-    if (e.best_n < needed(k - 1) || e.candidate_n < needed(k)) return wanted();
-    const std::optional<NoiseEstimate> noise = noise_for_decisions(rung_noise(trials, rung_, calibration), 0);
-    if (!noise) {
-      // σ at the rung on too few df yet: the reference runs until its own runs would give them.
-      const auto now = rung_noise(trials, rung_, calibration);
-      const int missing = kMinNoiseDf - (now ? now->df : 0);
-      reference_extra_ = std::max(reference_extra_, static_cast<int>(runs[0].values.size()) + missing - kFirstRuns);
-      return wanted();
-    }
-    const TransferDecision d =
-        decide_transfer({.before = runs[k - 1].values, .change = runs[k].values, .noise = *noise,
-                         .gain_at_rung0 = rung0_gain(trials, chain[k - 1]->commit, chain[k]->commit, calibration, keep.goal)},
-                        rule);
-    if (d.verdict == TransferVerdict::run_again) {
-      extra_[k - 1] = e.candidate_n - kFirstRuns + 1;
-      return wanted();
-    }
-    e.sigma = noise->sigma;
-    e.delta = d.delta;
-    e.gain_at_rung0 = d.g;
-    e.lambda = d.lambda;
-    const bool transfers = d.verdict == TransferVerdict::transfers;
-    labels_.emplace_back(chain[k]->experiment, Label{transfers ? LabelKind::kTransfers : LabelKind::kScaleBound, rung_, e});
-    lines_.push_back(what + ": " + d.reason);
   }
   RungEvidence whole = evidence_of(runs.front(), runs.back());
   whole.delta = improvement(keep.goal, whole.best_mean, whole.candidate_mean);

@@ -6,16 +6,17 @@
 //
 // The round runs every commit of the chain from the rung's reference c0 to
 // the best cm at the rung, kFirstRuns times each (all at once: several GPUs
-// take them side by side), and compares each change with the commit before
-// it, in order: "ck against c(k-1)" by the transfer rule (transfer_rule.h:
-// does ck keep the gain it had at rung 0?) with σ measured at that rung.
-// Transfers or scale-bound as the rule says; a comparison it cannot decide
-// yet runs ck again, once (none when keep.confirmations is 0). While σ at the rung
-// rests on fewer than kMinNoiseDf degrees of freedom, the reference runs
-// again until its own runs would give them. The round's headline is cm
-// against c0: how much the whole stack gained at the rung.
+// take them side by side), and labels each change ck by the transfer rule
+// (transfer_rule.h: does ck keep, over c(k-1), the gain it had at rung 0?)
+// with σ measured at that rung. The rule weighs ck's runs with its
+// neighbours' along the chain, so a change it cannot decide yet runs again,
+// once (none when keep.confirmations is 0), and the labels come together when
+// no change wants another run. While σ at the rung rests on fewer than
+// kMinNoiseDf degrees of freedom, the reference runs again until its own runs
+// would give them. The round's headline is cm against c0: how much the whole
+// stack gained at the rung.
 //
-// Why each change against its predecessor and not the stack as a whole: a
+// Why a label for each change and not one for the stack as a whole: a
 // stack that improves says nothing of each change in it. With a scale-bound
 // change among four that transfer, the stack still improves by three
 // changes' worth, and every change in it would be labelled transfers
@@ -71,11 +72,23 @@ std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std
                                   int rung);
 
 /// The runs at rung that a round over reference and the first j changes of
-/// stack still needs before its first comparisons: kFirstRuns of each commit,
-/// less its finished runs there under calibration (a reference that a round
-/// before ran needs none).
-int runs_still_needed(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
-                      const std::vector<TrialRow>& trials, int rung, int64_t calibration);
+/// stack still needs before its labels, for the share it is planned within:
+/// kFirstRuns of each commit and the reference's runs σ at the rung still
+/// needs for kMinNoiseDf, less what each commit has run at the rung under
+/// calibration (a reference that a round before ran needs none).
+/// Confirmations are not counted: they run only while the share has room
+/// (PromotionRound::advance's may_confirm).
+double runs_expected(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
+                     const std::vector<TrialRow>& trials, int rung, int64_t calibration);
+
+/// The GPU seconds a run at rung is expected to take: a rung-0 run's mean
+/// training seconds scaled by the budgets; 0 without a finished rung-0 run.
+double rung_run_seconds(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung);
+
+/// Whether one more run at rung keeps the GPU time at rungs above 0 within
+/// max_share of all of it.
+bool share_allows(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung,
+                  double max_share);
 
 /// What plan_round decides from: the tag's chain, labels and trials, and the
 /// round asked for or left in progress (open).
@@ -87,6 +100,10 @@ struct RoundPlanInput {
   int every = 5;                        ///< promote.every: kept changes that make a round at rung 1
   double max_share = 0.25;              ///< promote.max_share
   std::optional<PromotionRoundRow> open;  ///< a round asked for (not started) or in progress (started)
+  /// Why the proposer has nothing to run now, with nothing else left to run
+  /// at rung 0 ("" otherwise): the GPUs would idle, so a round is due with
+  /// one kept change, as if asked for.
+  std::string proposer_waits;
   int64_t calibration = 0;              ///< the boards' (rung runs under it count)
 };
 
@@ -100,7 +117,7 @@ struct RoundPlan {
 
 /// The round to start now, or nullopt. The lowest rung above 0 with a stack
 /// that is due (promotion_due: `every` kept changes at rung 1, one at higher
-/// rungs, or asked for) and whose runs keep the night within max_share. A run
+/// rungs, or asked for, or the proposer waits) and whose runs keep the night within max_share. A run
 /// at a rung is expected to take a rung-0 run's mean GPU time (training
 /// seconds) scaled by the budgets; when the whole stack does not fit, the
 /// round takes its oldest changes that do. A round in progress (open and
@@ -122,14 +139,19 @@ class PromotionRound {
   /// Throws std::invalid_argument when stack is empty or rung < 1.
   PromotionRound(int64_t id, int rung, ChainLink reference, std::vector<ChainLink> stack);
 
-  /// The round over the tag's trials: every comparison whose runs are there
-  /// is decided in order (its line added to take_lines()), until one needs
-  /// runs or the labels are final (done()). Returns the runs wanted now, less
+  /// The round over the tag's trials: once every commit has the runs the round
+  /// asked of it and no change wants another, every change is labelled in
+  /// order (one line each added to take_lines()) and the round is done().
+  /// Returns the runs wanted now, less
   /// those in flight (runs at the rung started and not ended, by commit).
   /// calibration: the boards' (runs under it count, at the rung and, for
-  /// the gain each change had at rung 0, there). keep: its goal and confirmations.
+  /// the gain each change had at rung 0, there). keep: its goal and
+  /// confirmations. may_confirm: whether the share has room for a
+  /// confirmation now (share_allows); without, a change in doubt takes the
+  /// likelier answer on the runs it has, so a round never waits on the share.
   std::vector<RungRunWanted> advance(const std::vector<TrialRow>& trials, int64_t calibration,
-                                     const KeepSettings& keep, const std::map<std::string, int>& in_flight);
+                                     const KeepSettings& keep, const std::map<std::string, int>& in_flight,
+                                     bool may_confirm = true);
 
   bool done() const { return !aborted_.empty() || labels_.size() == stack_.size(); }
   /// Why the round ended without labels ("" while it has not).

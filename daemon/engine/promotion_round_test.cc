@@ -70,11 +70,12 @@ TEST(PromotionChain, ReferenceAndStackFollowTheLabels) {
 TEST(PromotionRound, AsksForEveryCommitOfTheStackAtOnce) {
   PromotionRound round(1, 1, kBase, stack_of(3));
   Runs r;
+  // No σ at the rung yet: the reference's runs for df 3 come with the first runs.
   auto wants = round.advance(r.trials, 0, KeepSettings{}, {});
-  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{1, "base", 1}, {11, "c1", 1}, {12, "c2", 1}, {13, "c3", 1}}));
+  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{1, "base", 4}, {11, "c1", 1}, {12, "c2", 1}, {13, "c3", 1}}));
   // Runs in flight are not asked for again.
   wants = round.advance(r.trials, 0, KeepSettings{}, {{"base", 1}, {"c1", 1}, {"c3", 1}});
-  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{12, "c2", 1}}));
+  EXPECT_EQ(wants, (std::vector<RungRunWanted>{{1, "base", 3}, {12, "c2", 1}}));
   EXPECT_FALSE(round.done());
 }
 
@@ -106,7 +107,7 @@ TEST(PromotionRound, EachChangeAgainstTheCommitBeforeIt) {
   auto lines = round.take_lines();
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_THAT(lines[0], HasSubstr("promotion at rung 1: #11 against #1: transfers: mean 0.980000 (n=1) against "
-                                  "1.000500 (n=4) before it: Δ = +0.020500; g = 0.020000, its gain at rung 0"));
+                                  "1.000500 (n=4) before it: Δ = +0.020500; g = 0.020000 ± 0.000000, its gain at rung 0"));
   EXPECT_THAT(lines[1], HasSubstr("promotion at rung 1: #12 against #11: scale-bound: "));
 }
 
@@ -155,20 +156,39 @@ TEST(PromotionRound, AnUnclearComparisonRunsTheChangeAgain) {
   EXPECT_EQ(round.labels()[0].second.evidence->candidate_n, 2);
 }
 
-TEST(PromotionRound, NoConfirmationsDecideOnTheFirstRun) {
-  // keep.confirmations = 0: the unclear comparison of AnUnclearComparisonRunsTheChangeAgain is
-  // decided on its one run, in doubt scale-bound (λ = 0 < 0.5).
-  PromotionRound round(1, 1, kBase, stack_of(1));
+/// An unclear comparison: c1 gained 0.0045 at rung 0 and 0.4 of it at the rung (λ between −1 and +1).
+Runs unclear_comparison() {
   Runs r;
   add_rung0(r, 1, 0.0045);
   r.add("base", {1.000, 1.002, 1.000, 1.002});
-  r.add("c1", {0.99875});
+  r.add("c1", {0.9992});
+  return r;
+}
+
+TEST(PromotionRound, NoConfirmationsDecideOnTheFirstRun) {
+  // keep.confirmations = 0: the unclear comparison is decided on its one run, by the likelier answer.
+  const Runs r = unclear_comparison();
+  PromotionRound round(1, 1, kBase, stack_of(1));
   KeepSettings none;
   none.max_confirmations = 0;
   EXPECT_TRUE(round.advance(r.trials, 0, none, {}).empty());
   ASSERT_TRUE(round.done());
   EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kScaleBound);
-  EXPECT_THAT(round.take_lines()[0], HasSubstr("at the change's last run (n=1): < +0.5, in doubt scale-bound"));
+  EXPECT_THAT(round.take_lines()[0], HasSubstr("at the change's last run (n=1): < 0, the likelier"));
+  // With a confirmation allowed, the same runs ask for one.
+  PromotionRound again(1, 1, kBase, stack_of(1));
+  EXPECT_EQ(again.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{11, "c1", 1}}));
+}
+
+TEST(PromotionRound, WithoutRoomInTheShareADoubtIsDecidedOnItsRuns) {
+  // When one more run at the rung would take the night past promote.max_share: no
+  // confirmation, the likelier answer now.
+  const Runs r = unclear_comparison();
+  PromotionRound round(1, 1, kBase, stack_of(1));
+  EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}, /*may_confirm=*/false).empty());
+  ASSERT_TRUE(round.done());
+  EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kScaleBound);
+  EXPECT_THAT(round.take_lines()[0], HasSubstr("at the change's last run (n=1)"));
 }
 
 TEST(PromotionRound, SigmaOnTooFewDegreesOfFreedomAsksTheReferenceAgain) {
@@ -213,13 +233,14 @@ TEST(PromotionRound, AReferenceThatFailsEndsTheRoundWithoutLabels) {
 
 TEST(PromotionRound, TheRunsARoundStillNeedsCountWhatTheRungHasOfEachCommit) {
   Runs r;
-  r.add("base", {1.0, 1.0});  // a round before ran the reference
+  r.add("base", {1.0, 1.001, 1.0, 1.001});  // a round before ran the reference: σ on df 3
   r.add("c1", {0.99});
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 0, r.trials, 1, 0), 0);
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 1, r.trials, 1, 0), 0);
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 2, r.trials, 1, 0), 1);
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 1, 0), 2);
-  EXPECT_EQ(runs_still_needed(kBase, stack_of(3), 3, r.trials, 2, 0), 4);  // nothing ran at rung 2
+  EXPECT_DOUBLE_EQ(runs_expected(kBase, stack_of(3), 0, r.trials, 1, 0), 0);
+  EXPECT_DOUBLE_EQ(runs_expected(kBase, stack_of(3), 1, r.trials, 1, 0), 0);
+  EXPECT_DOUBLE_EQ(runs_expected(kBase, stack_of(3), 2, r.trials, 1, 0), 1);
+  EXPECT_DOUBLE_EQ(runs_expected(kBase, stack_of(3), 3, r.trials, 1, 0), 2);
+  // Nothing ran at rung 2: the reference once and three more times for σ there, and the changes.
+  EXPECT_DOUBLE_EQ(runs_expected(kBase, stack_of(3), 3, r.trials, 2, 0), 4 + 3);
 }
 
 /// A plan's input: the base and m kept changes (#11.. as stack_of), rung 0 at
@@ -250,24 +271,27 @@ TEST(PromotionPlan, ARoundIsDueAfterEveryKeptChanges) {
 }
 
 TEST(PromotionPlan, ARoundTakesTheOldestChangesThatFitTheShare) {
-  // 2000 s at rung 0; a run at rung 1 is expected to take 200 s. Within 25 %, the round may
-  // take 666 s: three runs, the reference and the two oldest changes.
-  auto plan = plan_round(plan_input(5, 20));
+  // 5000 s at rung 0; a run at rung 1 is expected to take 200 s. Within 25 %, the round may
+  // take 1666 s, 8.3 runs: the reference's 4 (σ at the rung needs df 3) and one of each of
+  // the four oldest changes (runs_expected).
+  auto plan = plan_round(plan_input(5, 50));
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->stack, stack_of(2));
-  EXPECT_THAT(plan->why, HasSubstr("the oldest 2 of 5 fit the share now"));
-  // Runs the rung has already (a round before ran the reference) cost nothing more.
-  RoundPlanInput in = plan_input(5, 20);
+  EXPECT_EQ(plan->stack, stack_of(4));
+  EXPECT_THAT(plan->why, HasSubstr("the oldest 4 of 5 fit the share now"));
+  // Runs the rung has already (a round before ran the reference, σ there on df 3) cost nothing more.
+  RoundPlanInput in = plan_input(5, 50);
   Runs r;
-  r.add("base", {1.0});
-  in.trials.insert(in.trials.end(), r.trials.begin(), r.trials.end());
-  in.trials.back().id = 1000;
-  in.trials.back().training_seconds = 0;
+  r.add("base", {1.0, 1.001, 1.0, 1.001});
+  for (TrialRow& t : r.trials) {
+    t.id += 1000;
+    t.training_seconds = 0;
+    in.trials.push_back(t);
+  }
   plan = plan_round(in);
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->stack.size(), 3u);
+  EXPECT_EQ(plan->stack.size(), 5u);
   // Nothing fits: no round.
-  EXPECT_FALSE(plan_round(plan_input(5, 5)));
+  EXPECT_FALSE(plan_round(plan_input(5, 10)));
 }
 
 TEST(PromotionPlan, ARoundAskedForNeedsOneKeptChange) {
@@ -304,6 +328,23 @@ TEST(PromotionPlan, ARungAboveOneTakesWhatTheRungBelowLabelled) {
 TEST(PromotionRound, RefusesAnEmptyStackOrRungZero) {
   EXPECT_THROW(PromotionRound(1, 1, kBase, {}), std::invalid_argument);
   EXPECT_THROW(PromotionRound(1, 0, kBase, stack_of(1)), std::invalid_argument);
+}
+
+TEST(PromotionPlan, AConfirmationRunsOnlyWithinTheShare) {
+  // 10 rung-0 runs of 100 s; a rung-1 run is expected to take 200 s.
+  RoundPlanInput in = plan_input(1, 10);
+  EXPECT_DOUBLE_EQ(rung_run_seconds(in.trials, in.rung_budgets_s, 1), 200);
+  EXPECT_TRUE(share_allows(in.trials, in.rung_budgets_s, 1, 0.25));  // 200 / 1200 = 0.17
+  Runs r;
+  r.add("base", {1.0, 1.0});  // 400 s at the rung already: (400 + 200) / 1600 = 0.375
+  for (TrialRow& t : r.trials) {
+    t.id += 1000;
+    t.training_seconds = 200;
+    in.trials.push_back(t);
+  }
+  EXPECT_FALSE(share_allows(in.trials, in.rung_budgets_s, 1, 0.25));
+  EXPECT_TRUE(share_allows(in.trials, in.rung_budgets_s, 1, 0.4));
+  EXPECT_FALSE(share_allows({}, in.rung_budgets_s, 1, 0.25));  // nothing ran yet: no time to share
 }
 
 }  // namespace
