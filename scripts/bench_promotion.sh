@@ -18,10 +18,11 @@
 #   60 %  gains that transfer: X = 3σ (the decision benchmark's gain), Y = X × U(0.8, 1.2)
 #   25 %  scale-bound gains: X = 3σ, Y = 0 (half of them) or −0.5 X (the other half)
 #   15 %  as in the decision benchmark: worse by 3σ to 6σ (9 %) or no effect (6 %), Y = X
-# A night ends once every candidate is decided and the promotion round in
-# progress, if any, has ended (at most SETTLE_S more seconds). Once the script
-# is used up the proposer waits, so the idle GPUs promote what was kept (a
-# round is due with one kept change, as for any user whose proposer waits).
+# A night ends once every candidate is decided and the GPUs fall idle: no run
+# in flight at any rung and no promotion round open (at most SETTLE_S more
+# seconds). Once the script is used up the proposer waits, so when nothing is
+# left at rung 0 the idle GPUs promote what was kept (a round is due with one
+# kept change, as for any user whose proposer waits).
 #
 # Figures (bench_promotion.py figures), for each night, then pooled over the
 # nights (counts and seconds summed) in the last line:
@@ -105,7 +106,7 @@ run_night() {
   (cd "$repo" && git init -q && git add -A && git -c user.name=bench -c user.email=bench@localhost commit -qm base)
   (cd "$repo" && exec "$daemon" start) >"$dir/daemon.out" 2>&1 &
   pid=$!
-  local db=$repo/.autoresearchd/results.db done=0 t0=$SECONDS t1=$SECONDS busy=1
+  local db=$repo/.autoresearchd/results.db done=0 t0=$SECONDS t1=$SECONDS busy=1 last_busy=1 now_busy
   while [ "$done" -lt "$count" ] || { [ "$busy" != 0 ] && [ $((SECONDS - t1)) -lt "$settle" ]; }; do
     sleep 2
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -119,8 +120,12 @@ run_night() {
         ('kept','discarded','crash','timeout','build_fail','tampered','patch_rejected','proposer_error','conflict')")
       t1=$SECONDS
     fi
-    busy=$(sql "$db" "SELECT (SELECT count(*) FROM trials WHERE rung > 0 AND ended_at IS NULL) +
+    # Idle: no run in flight at any rung and no round open, at two looks in a row (a round
+    # starts within a moment of the last run's end).
+    now_busy=$(sql "$db" "SELECT (SELECT count(*) FROM trials WHERE ended_at IS NULL) +
       (SELECT count(*) FROM promotion_rounds WHERE started_at IS NOT NULL AND ended_at IS NULL)")
+    if [ "$now_busy" = 0 ] && [ "$last_busy" = 0 ]; then busy=0; else busy=1; fi
+    last_busy=$now_busy
   done
   kill -TERM "$pid"
   wait "$pid" || true

@@ -10,6 +10,8 @@
 
 #include <signal.h>
 
+#include <set>
+
 #include <boost/asio/post.hpp>
 
 #include "daemon/decide/keep_rule.h"
@@ -801,9 +803,20 @@ void Engine::advance_promotion() {
   const std::vector<TrialRow> trials = store_.trials(config_.tag);
   std::vector<double> budgets;
   for (const RungConfig& r : config_.rungs) budgets.push_back(r.budget_s);
-  const bool may_confirm = share_allows(trials, budgets, promotion_->rung(), config_.promote.max_share);
+  // A confirmation only with room left for the first runs of the kept changes that wait for a round:
+  // on a busy night every change gets a label on fewer runs, rather than some on more.
+  std::set<int64_t> labelled;
+  for (const ChangeLabelRow& l : store_.current_change_labels(config_.tag))
+    if (l.rung == promotion_->rung() && l.label != "untested") labelled.insert(l.experiment_id);
+  for (const ChainLink& l : promotion_->stack()) labelled.insert(l.experiment);
+  int waiting = 0;
+  for (const ExperimentRow& row : store_.experiments(config_.tag))
+    waiting += !row.is_baseline && row.state == "kept" && !labelled.count(row.id);
+  int room = 0;  // confirmation runs that fit, a round's worth at most
+  while (room < 64 && share_allows(trials, budgets, promotion_->rung(), config_.promote.max_share, waiting + room + 1))
+    ++room;
   const std::vector<RungRunWanted> wanted = promotion_->advance(trials, repeats_.rounds().calibration(),
-                                                                keep_settings(config_), in_flight, may_confirm);
+                                                                keep_settings(config_), in_flight, room);
   for (const std::string& line : promotion_->take_lines()) log_(line);
   const int rung = promotion_->rung();
   for (const RungRunWanted& w : wanted)

@@ -64,9 +64,9 @@ double rung_run_seconds(const std::vector<TrialRow>& trials, const std::vector<d
 }
 
 bool share_allows(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung,
-                  double max_share) {
+                  double max_share, int runs) {
   const RunTime time = run_time(trials);
-  const double run_s = rung_run_seconds(trials, rung_budgets_s, rung);
+  const double run_s = rung_run_seconds(trials, rung_budgets_s, rung) * std::max(1, runs);
   return time.total_s + run_s > 0 && (time.rung_s + run_s) / (time.total_s + run_s) <= max_share;
 }
 
@@ -147,7 +147,7 @@ PromotionRound::PromotionRound(int64_t id, int rung, ChainLink reference, std::v
 
 std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& trials, int64_t calibration,
                                                    const KeepSettings& keep, const std::map<std::string, int>& in_flight,
-                                                   bool may_confirm) {
+                                                   int confirmation_room) {
   if (done()) return {};
   // c0 (the reference), c1..cm (the stack): their runs at the rung, and the runs each needs now.
   std::vector<const ChainLink*> chain{&reference_};
@@ -185,13 +185,14 @@ std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& 
   // Every commit's first runs (and the confirmations asked), but for a change that failed at the rung.
   for (size_t i = 0; i < chain.size(); ++i)
     if (runs[i].failed == 0 && static_cast<int>(runs[i].values.size()) < needed(i)) return wanted();
-  // One confirmation at most (transfer_rule.h), none when keep.confirmations is 0 or the share has no room for it.
-  TransferSettings rule;
-  rule.max_runs = kFirstRuns + (may_confirm ? std::min(1, std::max(0, keep.max_confirmations)) : 0);
-  rule.goal = keep.goal;
+  // As many confirmations as the keep rule's, up to kMaxConfirmations, and no more at once than
+  // confirmation_room: the changes most in doubt (λ nearest 0) first, the others decided as they are.
+  TransferSettings rule, now;
+  rule.max_runs = kFirstRuns + std::clamp(keep.max_confirmations, 0, kMaxConfirmations);
+  rule.goal = now.goal = keep.goal;
+  now.max_runs = 0;  // every change at its last look
   // The chain in parts split at changes that failed at the rung: the commit after one starts the next part.
-  std::vector<std::optional<TransferDecision>> decided(chain.size());
-  bool again = false;
+  std::vector<std::optional<TransferDecision>> decided(chain.size()), as_is(chain.size());
   for (size_t a = 0; compares && a < chain.size();) {
     if (runs[a].failed > 0) {
       ++a;
@@ -204,15 +205,25 @@ std::vector<RungRunWanted> PromotionRound::advance(const std::vector<TrialRow>& 
       in.runs.push_back(runs[k].values);
       in.gains.push_back(rung0_gain(trials, chain[k - 1]->commit, chain[k]->commit, calibration, keep.goal, noise->sigma));
     }
-    const std::vector<TransferDecision> ds = decide_transfers(in, rule);
-    for (size_t k = a + 1; k <= b; ++k) {
-      decided[k] = ds[k - a - 1];
-      if (ds[k - a - 1].verdict == TransferVerdict::run_again) {
-        extra_[k - 1] = static_cast<int>(runs[k].values.size()) - kFirstRuns + 1;
-        again = true;
-      }
-    }
+    const std::vector<TransferDecision> ds = decide_transfers(in, rule), last = decide_transfers(in, now);
+    for (size_t k = a + 1; k <= b; ++k) decided[k] = ds[k - a - 1], as_is[k] = last[k - a - 1];
     a = b + 1;  // failed (labelled below), or past the end
+  }
+  std::vector<size_t> doubts;
+  for (size_t k = 1; k < chain.size(); ++k)
+    if (decided[k] && decided[k]->verdict == TransferVerdict::run_again) doubts.push_back(k);
+  std::stable_sort(doubts.begin(), doubts.end(),
+                   [&](size_t x, size_t y) { return std::abs(decided[x]->lambda) < std::abs(decided[y]->lambda); });
+  bool again = false;
+  for (size_t i = 0; i < doubts.size(); ++i) {
+    const size_t k = doubts[i];
+    if (static_cast<int>(i) < confirmation_room) {
+      extra_[k - 1] = static_cast<int>(runs[k].values.size()) - kFirstRuns + 1;
+      again = true;
+    } else {
+      decided[k] = as_is[k];
+      decided[k]->reason += " (no room in promote.max_share for another run)";
+    }
   }
   // A run moves its neighbours' λ: the labels come together, once no change wants another run.
   if (again) return wanted();

@@ -10,8 +10,9 @@
 // (transfer_rule.h: does ck keep, over c(k-1), the gain it had at rung 0?)
 // with σ measured at that rung. The rule weighs ck's runs with its
 // neighbours' along the chain, so a change it cannot decide yet runs again,
-// once (none when keep.confirmations is 0), and the labels come together when
-// no change wants another run. While σ at the rung rests on fewer than
+// as often as keep.confirmations allows up to kMaxConfirmations, while the
+// share has room, and the labels come together when no change wants another
+// run. While σ at the rung rests on fewer than
 // kMinNoiseDf degrees of freedom, the reference runs again until its own runs
 // would give them. The round's headline is cm against c0: how much the whole
 // stack gained at the rung.
@@ -77,7 +78,7 @@ std::vector<ChainLink> rung_stack(const std::vector<ChainLink>& chain, const std
 /// needs for kMinNoiseDf, less what each commit has run at the rung under
 /// calibration (a reference that a round before ran needs none).
 /// Confirmations are not counted: they run only while the share has room
-/// (PromotionRound::advance's may_confirm).
+/// (PromotionRound::advance's confirmation_room).
 double runs_expected(const ChainLink& reference, const std::vector<ChainLink>& stack, size_t j,
                      const std::vector<TrialRow>& trials, int rung, int64_t calibration);
 
@@ -85,10 +86,10 @@ double runs_expected(const ChainLink& reference, const std::vector<ChainLink>& s
 /// training seconds scaled by the budgets; 0 without a finished rung-0 run.
 double rung_run_seconds(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung);
 
-/// Whether one more run at rung keeps the GPU time at rungs above 0 within
+/// Whether `runs` more runs at rung keep the GPU time at rungs above 0 within
 /// max_share of all of it.
 bool share_allows(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung,
-                  double max_share);
+                  double max_share, int runs = 1);
 
 /// What plan_round decides from: the tag's chain, labels and trials, and the
 /// round asked for or left in progress (open).
@@ -135,6 +136,9 @@ struct RungRunWanted {
 class PromotionRound {
  public:
   inline static constexpr int kFirstRuns = 1;  ///< runs of each commit at the rung before its comparison
+  /// Confirmations of a change at most (keep.confirmations, if fewer): a third
+  /// run settles a few more doubts (transfer_rule.h) where the share has room.
+  inline static constexpr int kMaxConfirmations = 2;
 
   /// Throws std::invalid_argument when stack is empty or rung < 1.
   PromotionRound(int64_t id, int rung, ChainLink reference, std::vector<ChainLink> stack);
@@ -146,12 +150,13 @@ class PromotionRound {
   /// those in flight (runs at the rung started and not ended, by commit).
   /// calibration: the boards' (runs under it count, at the rung and, for
   /// the gain each change had at rung 0, there). keep: its goal and
-  /// confirmations. may_confirm: whether the share has room for a
-  /// confirmation now (share_allows); without, a change in doubt takes the
-  /// likelier answer on the runs it has, so a round never waits on the share.
+  /// confirmations. confirmation_room: how many confirmation runs the share
+  /// has room for now (share_allows); the changes most in doubt (λ nearest 0)
+  /// get them, the others take the likelier answer on the runs they have, so
+  /// a round never waits on the share.
   std::vector<RungRunWanted> advance(const std::vector<TrialRow>& trials, int64_t calibration,
                                      const KeepSettings& keep, const std::map<std::string, int>& in_flight,
-                                     bool may_confirm = true);
+                                     int confirmation_room = 1 << 20);
 
   bool done() const { return !aborted_.empty() || labels_.size() == stack_.size(); }
   /// Why the round ended without labels ("" while it has not).

@@ -141,19 +141,23 @@ TEST(PromotionRound, ReplaysAFinishedRoundFromItsRunsAlone) {
 }
 
 TEST(PromotionRound, AnUnclearComparisonRunsTheChangeAgain) {
+  // As long as the keep rule's confirmations (2 by default), then the likelier answer.
   PromotionRound round(1, 1, kBase, stack_of(2));
   Runs r;
   add_rung0(r, 2, 0.0045);
   r.add("base", {1.000, 1.002, 1.000, 1.002});  // mean 1.001, σ 0.00115 on df 3
-  r.add("c1", {0.99875});  // Δ = 0.00225 = g/2: λ = 0
-  r.add("c2", {0.99325});
+  r.add("c1", {0.99875});  // Δ = 0.00225 = g/2: in doubt
+  r.add("c2", {0.9915});
   EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{11, "c1", 1}}));
   EXPECT_TRUE(round.labels().empty());
-  r.add("c1", {0.99675});  // c1's mean 0.99775: Δ = 0.00325, σ² = 1.5e-6 on df 4: λ = 4.0
-  round.advance(r.trials, 0, KeepSettings{}, {});
-  ASSERT_GE(round.labels().size(), 1u);
-  EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kTransfers);
-  EXPECT_EQ(round.labels()[0].second.evidence->candidate_n, 2);
+  r.add("c1", {0.99875});  // the same again: still in doubt
+  EXPECT_EQ(round.advance(r.trials, 0, KeepSettings{}, {}), (std::vector<RungRunWanted>{{11, "c1", 1}}));
+  r.add("c1", {0.99875});
+  EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}).empty());
+  ASSERT_EQ(round.labels().size(), 2u);
+  EXPECT_EQ(round.labels()[0].second.evidence->candidate_n, 3);
+  EXPECT_THAT(round.take_lines()[0], HasSubstr("at the change's last run (n=3)"));
+  EXPECT_EQ(round.labels()[1].second.kind, LabelKind::kTransfers);
 }
 
 /// An unclear comparison: c1 gained 0.0045 at rung 0 and 0.4 of it at the rung (λ between −1 and +1).
@@ -185,10 +189,33 @@ TEST(PromotionRound, WithoutRoomInTheShareADoubtIsDecidedOnItsRuns) {
   // confirmation, the likelier answer now.
   const Runs r = unclear_comparison();
   PromotionRound round(1, 1, kBase, stack_of(1));
-  EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}, /*may_confirm=*/false).empty());
+  EXPECT_TRUE(round.advance(r.trials, 0, KeepSettings{}, {}, /*confirmation_room=*/0).empty());
   ASSERT_TRUE(round.done());
   EXPECT_EQ(round.labels()[0].second.kind, LabelKind::kScaleBound);
-  EXPECT_THAT(round.take_lines()[0], HasSubstr("at the change's last run (n=1)"));
+  EXPECT_THAT(round.take_lines()[0],
+              HasSubstr("at the change's last run (n=1): < 0, the likelier (no room in promote.max_share for another run)"));
+}
+
+TEST(PromotionRound, TheShareConfirmsTheChangesMostInDoubtFirst) {
+  // c1 and c2 each gained half their rung-0 gain at the rung: both in doubt.
+  Runs r;
+  add_rung0(r, 2, 0.0045);
+  r.add("base", {1.000, 1.002, 1.000, 1.002});
+  r.add("c1", {0.99875});
+  r.add("c2", {0.99650});
+  PromotionRound roomy(1, 1, kBase, stack_of(2)), tight(1, 1, kBase, stack_of(2));
+  EXPECT_EQ(roomy.advance(r.trials, 0, KeepSettings{}, {}).size(), 2u);
+  // Room for one run: one change runs again, the other is decided on its run once the round ends.
+  const std::vector<RungRunWanted> one = tight.advance(r.trials, 0, KeepSettings{}, {}, 1);
+  ASSERT_EQ(one.size(), 1u);
+  r.add(one[0].commit, {one[0].commit == "c1" ? 0.99875 : 0.99650});
+  tight.advance(r.trials, 0, KeepSettings{}, {}, 0);
+  ASSERT_TRUE(tight.done());
+  const std::vector<std::string> lines = tight.take_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  const size_t other = one[0].commit == "c1" ? 1 : 0;
+  EXPECT_THAT(lines[other], HasSubstr("(n=1): "));
+  EXPECT_THAT(lines[other], HasSubstr("(no room in promote.max_share for another run)"));
 }
 
 TEST(PromotionRound, SigmaOnTooFewDegreesOfFreedomAsksTheReferenceAgain) {
