@@ -10,8 +10,6 @@
 
 #include <signal.h>
 
-#include <set>
-
 #include <boost/asio/post.hpp>
 
 #include "daemon/decide/keep_rule.h"
@@ -753,6 +751,12 @@ void Engine::end_repeat(Candidate& c, const std::string& final_status, std::opti
 
 // ---------------------------------------------------------------- promotion
 
+std::vector<double> Engine::rung_budgets() const {
+  std::vector<double> budgets;
+  for (const RungConfig& r : config_.rungs) budgets.push_back(r.budget_s);
+  return budgets;
+}
+
 void Engine::maybe_start_promotion() {
   promotion_check_ = false;
   if (promotion_ || config_.rungs.size() < 2 || baseline_pending_ || !best_.id || stopping_) return;
@@ -780,7 +784,7 @@ void Engine::maybe_start_promotion() {
                     .open = open,
                     .proposer_waits = rung0_busy ? std::string() : proposer_waits_,
                     .calibration = repeats_.rounds().calibration()};
-  for (const RungConfig& r : config_.rungs) in.rung_budgets_s.push_back(r.budget_s);
+  in.rung_budgets_s = rung_budgets();
   if (std::optional<RoundPlan> plan = plan_round(in)) {
     const int64_t id = store_.start_promotion_round(open ? open->id : 0, config_.tag, plan->rung, plan->why);
     promotion_.emplace(id, plan->rung, plan->reference, std::move(plan->stack));
@@ -801,20 +805,10 @@ void Engine::advance_promotion() {
   for (const auto& [key, c] : candidates_)
     if (c.rung == promotion_->rung()) ++in_flight[c.commit];
   const std::vector<TrialRow> trials = store_.trials(config_.tag);
-  std::vector<double> budgets;
-  for (const RungConfig& r : config_.rungs) budgets.push_back(r.budget_s);
-  // A confirmation only with room left for the first runs of the kept changes that wait for a round:
-  // on a busy night every change gets a label on fewer runs, rather than some on more.
-  std::set<int64_t> labelled;
-  for (const ChangeLabelRow& l : store_.current_change_labels(config_.tag))
-    if (l.rung == promotion_->rung() && l.label != "untested") labelled.insert(l.experiment_id);
-  for (const ChainLink& l : promotion_->stack()) labelled.insert(l.experiment);
-  int waiting = 0;
-  for (const ExperimentRow& row : store_.experiments(config_.tag))
-    waiting += !row.is_baseline && row.state == "kept" && !labelled.count(row.id);
-  int room = 0;  // confirmation runs that fit, a round's worth at most
-  while (room < 64 && share_allows(trials, budgets, promotion_->rung(), config_.promote.max_share, waiting + room + 1))
-    ++room;
+  const int waiting = kept_changes_waiting(store_.experiments(config_.tag), store_.current_change_labels(config_.tag),
+                                           promotion_->rung(), promotion_->stack());
+  const int room =
+      confirmation_room(trials, rung_budgets(), promotion_->rung(), config_.promote.max_share, waiting);
   const std::vector<RungRunWanted> wanted = promotion_->advance(trials, repeats_.rounds().calibration(),
                                                                 keep_settings(config_), in_flight, room);
   for (const std::string& line : promotion_->take_lines()) log_(line);

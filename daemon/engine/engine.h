@@ -173,6 +173,7 @@ class Engine {
   // Promotion rounds (promotion_round.h): the best's stack run again at a larger rung.
   /// A round due (promote.every kept changes, `autoresearchd promote`) or left in progress starts.
   void maybe_start_promotion();
+  std::vector<double> rung_budgets() const;  ///< each rung's budget_s, rung 0 first
   /// The round over the trials: its comparisons decided, the runs it wants added, its labels stored once done.
   void advance_promotion();
   /// promote.on_fail = "revert": the revert of experiment's change onto the best, queued as a try.

@@ -925,6 +925,20 @@ TEST_F(EnginePromotion, ARoundAskedForRunsOnTheReservedGpu) {
 // would take the night past it does not start, however many changes are kept
 // (here 2 kept changes, a round of 3 commits x 2 runs x twice a rung-0 run's
 // time, against a night of some 15 rung-0 runs and a share of 5 %).
+// Two kept changes, fewer than promote.every (5): no round is due by count,
+// but once the script is used up the proposer waits and nothing is left at
+// rung 0, so the idle GPU takes a round of both.
+TEST_F(EnginePromotion, TheIdleGpuPromotesWhatWasKeptWhileTheProposerWaits) {
+  setup(kTwoSlots, "[promote]\nevery = 5\nmax_share = 1\n");
+  until_store = round_ended;
+  run_engine(script([](int64_t e) { return e == 1 ? 0.90 : e == 2 ? 0.87 : 0.84; }));
+  ASSERT_EQ(rounds.size(), 1u) << daemon_log;
+  EXPECT_THAT(rounds[0].reason, ::testing::StartsWith("the proposer waits (nothing to propose: "));
+  EXPECT_THAT(rounds[0].reason, ::testing::HasSubstr("so the idle GPUs take a round with 2 kept change(s)"));
+  EXPECT_EQ(label_of(labels, 2), "transfers") << daemon_log;
+  EXPECT_EQ(label_of(labels, 3), "transfers") << daemon_log;
+}
+
 TEST_F(EnginePromotion, NoRoundStartsThatWouldTakeTheNightPastItsShare) {
   setup(kTwoSlots, "[promote]\nevery = 1\nmax_share = 0.05\n");
   until_store = [](Store& store) {

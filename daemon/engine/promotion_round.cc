@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -68,6 +69,24 @@ bool share_allows(const std::vector<TrialRow>& trials, const std::vector<double>
   const RunTime time = run_time(trials);
   const double run_s = rung_run_seconds(trials, rung_budgets_s, rung) * std::max(1, runs);
   return time.total_s + run_s > 0 && (time.rung_s + run_s) / (time.total_s + run_s) <= max_share;
+}
+
+int confirmation_room(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung,
+                      double max_share, int waiting) {
+  int room = 0;
+  while (room < kMaxRoom && share_allows(trials, rung_budgets_s, rung, max_share, waiting + room + 1)) ++room;
+  return room;
+}
+
+int kept_changes_waiting(const std::vector<ExperimentRow>& rows, const std::vector<ChangeLabelRow>& labels, int rung,
+                         const std::vector<ChainLink>& in_round) {
+  std::set<int64_t> taken;
+  for (const ChangeLabelRow& l : labels)
+    if (l.rung == rung && l.label != "untested") taken.insert(l.experiment_id);
+  for (const ChainLink& l : in_round) taken.insert(l.experiment);
+  int waiting = 0;
+  for (const ExperimentRow& row : rows) waiting += !row.is_baseline && row.state == "kept" && !taken.count(row.id);
+  return waiting;
 }
 
 std::optional<RoundPlan> plan_round(const RoundPlanInput& in) {

@@ -91,6 +91,20 @@ double rung_run_seconds(const std::vector<TrialRow>& trials, const std::vector<d
 bool share_allows(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung,
                   double max_share, int runs = 1);
 
+/// How many confirmation runs at rung the share has room for now, after
+/// first runs for the `waiting` kept changes that no round has taken yet (on a
+/// busy night every change gets a label on fewer runs, rather than some on
+/// more); kMaxRoom at most.
+inline constexpr int kMaxRoom = 64;
+int confirmation_room(const std::vector<TrialRow>& trials, const std::vector<double>& rung_budgets_s, int rung,
+                      double max_share, int waiting);
+
+/// The kept changes of rows that wait for a round at rung: not labelled
+/// there (labels: current_change_labels) and not in the stack of the round
+/// in progress.
+int kept_changes_waiting(const std::vector<ExperimentRow>& rows, const std::vector<ChangeLabelRow>& labels, int rung,
+                         const std::vector<ChainLink>& in_round);
+
 /// What plan_round decides from: the tag's chain, labels and trials, and the
 /// round asked for or left in progress (open).
 struct RoundPlanInput {

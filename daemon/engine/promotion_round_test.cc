@@ -332,6 +332,19 @@ TEST(PromotionPlan, ARoundAskedForNeedsOneKeptChange) {
   EXPECT_FALSE(plan_round(in));
 }
 
+TEST(PromotionPlan, ARoundIsDueWithOneKeptChangeWhileTheProposerWaits) {
+  RoundPlanInput in = plan_input(2, 100);
+  EXPECT_FALSE(plan_round(in));  // 2 kept changes, promote.every 5
+  in.proposer_waits = "nothing to propose: the script has no more edits";
+  auto plan = plan_round(in);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->stack, stack_of(2));
+  EXPECT_THAT(plan->why, HasSubstr("the proposer waits (nothing to propose: the script has no more edits), so the "
+                                   "idle GPUs take a round with 2 kept change(s) to promote"));
+  in.max_share = 0.01;  // the share still holds
+  EXPECT_FALSE(plan_round(in));
+}
+
 TEST(PromotionPlan, ARoundInProgressResumesWithWhatFitsNowOneChangeAtLeast) {
   RoundPlanInput in = plan_input(5, 5);  // 500 s at rung 0: no new round would fit
   in.open = PromotionRoundRow{.id = 7, .tag = "t", .rung = 1, .reason = "5 kept change(s)", .started_at = 2.0};
@@ -372,6 +385,28 @@ TEST(PromotionPlan, AConfirmationRunsOnlyWithinTheShare) {
   EXPECT_FALSE(share_allows(in.trials, in.rung_budgets_s, 1, 0.25));
   EXPECT_TRUE(share_allows(in.trials, in.rung_budgets_s, 1, 0.4));
   EXPECT_FALSE(share_allows({}, in.rung_budgets_s, 1, 0.25));  // nothing ran yet: no time to share
+}
+
+TEST(PromotionPlan, TheRoomForConfirmationsLeavesTheWaitingChangesTheirFirstRuns) {
+  // 100 rung-0 runs of 100 s, runs at rung 1 of 200 s: within 25 %, n runs fit while
+  // 200n / (10000 + 200n) <= 0.25, n <= 16.
+  const RoundPlanInput in = plan_input(1, 100);
+  EXPECT_EQ(confirmation_room(in.trials, in.rung_budgets_s, 1, 0.25, 0), 16);
+  EXPECT_EQ(confirmation_room(in.trials, in.rung_budgets_s, 1, 0.25, 10), 6);
+  EXPECT_EQ(confirmation_room(in.trials, in.rung_budgets_s, 1, 0.25, 20), 0);
+  EXPECT_EQ(confirmation_room(in.trials, in.rung_budgets_s, 1, 1.0, 0), kMaxRoom);
+}
+
+TEST(PromotionPlan, KeptChangesWaitForARoundUntilLabelledOrTaken) {
+  std::vector<ExperimentRow> rows(5);
+  for (int i = 0; i < 5; ++i) rows[i].id = i + 1, rows[i].state = "kept";
+  rows[0].is_baseline = true;
+  rows[4].state = "discarded";
+  // #2 transfers at rung 1, #3 is untested there (it waits), #4 is in the round.
+  const std::vector<ChangeLabelRow> labels = {{0, 2, 1, "transfers"}, {0, 3, 1, "untested"}, {0, 3, 2, "transfers"}};
+  EXPECT_EQ(kept_changes_waiting(rows, labels, 1, {{4, "d"}}), 1);
+  EXPECT_EQ(kept_changes_waiting(rows, labels, 1, {}), 2);
+  EXPECT_EQ(kept_changes_waiting(rows, labels, 2, {}), 2);  // at rung 2 only #3 is labelled
 }
 
 }  // namespace
